@@ -1,0 +1,47 @@
+"""Helpers shared by the command groups."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+
+from ..store import Store, StoreError
+
+
+class CliError(Exception):
+    """Bad input or a failed action: printed as one line, exit status 2."""
+
+
+def open_store(args) -> Store:
+    try:
+        return Store.open(args.home)
+    except (OSError, StoreError) as exc:
+        raise CliError(f"can't open the pair store: {exc}") from None
+
+
+def print_json(data) -> None:
+    print(json.dumps(data, ensure_ascii=False))
+
+
+def read_json_lines(stream=None, where: str = "stdin") -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` per non-blank line; a bad line raises CliError naming it."""
+    for lineno, line in enumerate(stream or sys.stdin, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"{where} line {lineno}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict):
+            raise CliError(f"{where} line {lineno}: expected a JSON object")
+        yield lineno, obj
+
+
+def text_field(obj: dict, key: str, lineno: int, where: str = "stdin") -> str:
+    value = obj.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise CliError(f"{where} line {lineno}: field {key!r} must be a string")
+    return value
