@@ -1,0 +1,175 @@
+"""The turn tracker: reads a session's turns and decides when one of them makes a preference pair.
+
+Pure and host-free (no Hermes import), so it is tested and benchmarked on its own. The Hermes
+adapter feeds it one ``Turn`` per finished agent turn (``post_llm_call``).
+
+Each session remembers its last turn: the history before it, the user message and the answer.
+The next turn of that session is then compared with it:
+
+* the history grew by exactly that exchange → an ordinary next message: a **correction** if the
+  detector says the new message rejects the previous answer (or a **retry** if it re-sends it);
+* the history is the same as before the last turn → that exchange was taken back: the same user
+  message again is a **retry** (``/retry``), a different one is an **undo** (``/undo`` + a new ask);
+* anything else (compression, ``/new``, a reset, several exchanges rolled back, missed turns)
+  makes no pair and just starts over from this turn.
+
+An answer that came back unchanged never makes a pair, and cron, subagent and batch turns are
+ignored. Every text is cut to ``MAX_CHARS`` and scrubbed before it leaves this module.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from . import detect
+from .scrub import merge_counts, scrub, scrub_messages
+from .store import NewPair
+
+
+MAX_CHARS = detect.MAX_CHARS
+# Only conversations with a person produce pairs.
+IGNORED_PLATFORMS = frozenset({"", "cron", "subagent", "batch"})
+# The prompt keeps the most recent messages only: enough context to train on, bounded cost.
+PROMPT_MESSAGES = 40
+# Sessions remembered at once; the least recently seen is dropped first.
+MAX_SESSIONS = 512
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One finished agent turn, as Hermes' ``post_llm_call`` reports it."""
+
+    session_id: str
+    platform: str
+    user_message: object
+    assistant_response: object
+    conversation_history: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A pair worth asking the user about; ``pair`` is already cut and scrubbed."""
+
+    pair: NewPair
+    score: float = 1.0
+
+
+@dataclass
+class _Last:
+    before: list[tuple[str, str]]  # the history before the last turn, as (role, text)
+    user: str
+    answer: str
+    after: list[tuple[str, str]]  # the history the last turn ended with
+
+
+def text_of(content) -> str:
+    """The text of a message's content: a string, or the text parts of a multimodal list."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text", "") if isinstance(p, dict) else str(p) for p in content]
+        return "\n".join(p for p in parts if isinstance(p, str) and p)
+    return str(content)
+
+
+def dialogue(history) -> list[tuple[str, str]]:
+    """The user and assistant messages of a history, without system, tool and empty tool-call turns."""
+    out = []
+    for msg in history or ():
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        if role not in ("user", "assistant"):
+            continue
+        text = text_of(msg.get("content"))
+        if role == "assistant" and not text.strip():
+            continue
+        out.append((role, text))
+    return out
+
+
+def split_last_turn(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The history before this turn's user message (the last user message in it)."""
+    for i in range(len(history) - 1, -1, -1):
+        if history[i][0] == "user":
+            return history[:i]
+    return []
+
+
+def _cut(text: str) -> str:
+    return text[:MAX_CHARS]
+
+
+def same_answer(a: str, b: str) -> bool:
+    return " ".join(a.split()) == " ".join(b.split())
+
+
+class Tracker:
+    """Per-session turn state. Thread-safe: Hermes may run several sessions' turns at once."""
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS):
+        self._sessions: OrderedDict[str, _Last] = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_sessions = max_sessions
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def forget_session(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(session_id, None)
+
+    def observe(self, turn: Turn) -> Capture | None:
+        if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
+            return None
+        user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
+        after = dialogue(turn.conversation_history)
+        before = split_last_turn(after)
+        with self._lock:
+            last = self._sessions.pop(turn.session_id, None)
+            self._sessions[turn.session_id] = _Last(before, user, answer, after)
+            while len(self._sessions) > self.max_sessions:
+                self._sessions.popitem(last=False)
+        if last is None or not answer.strip() or not last.answer.strip():
+            return None
+        kind, label, score = self._classify(last, before, user, answer)
+        if kind is None or same_answer(last.answer, answer):
+            return None
+        return Capture(self._pair(kind, label, last, user, answer, turn), score)
+
+    @staticmethod
+    def _classify(last: _Last, before, user: str, answer: str) -> tuple[str | None, str | None, float]:
+        if len(before) == len(last.after) and before == last.after:
+            found = detect.detect(last.user, last.answer, user, answer)
+            if found.kind in ("correction", "retry"):
+                return found.kind, found.label, found.score
+            return None, None, found.score
+        if len(before) == len(last.before) and before == last.before:
+            if user == last.user:
+                return "retry", "retried answer", 1.0
+            found = detect.detect(last.user, last.answer, user, answer)
+            return "undo", found.label or "undone answer", 1.0
+        return None, None, 0.0
+
+    @staticmethod
+    def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:
+        context = last.before[-(PROMPT_MESSAGES - 1):] if PROMPT_MESSAGES > 1 else []
+        prompt = [{"role": role, "content": _cut(text)} for role, text in context]
+        prompt.append({"role": "user", "content": _cut(last.user)})
+        prompt, removed_prompt = scrub_messages(prompt)
+        said, rejected, accepted = (scrub(_cut(t)) for t in (user, last.answer, answer))
+        return NewPair(
+            kind=kind,
+            user_said=said.text,
+            prompt=prompt,
+            rejected=rejected.text,
+            accepted=accepted.text,
+            label=label,
+            platform=turn.platform,
+            session_id=turn.session_id,
+            scrubbed=merge_counts(removed_prompt, said.removed, rejected.removed, accepted.removed),
+        )

@@ -1,0 +1,132 @@
+"""The pure turn tracker: which turns make a pair, and what the pair holds."""
+
+from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn
+
+ASK = "list the files in this folder"
+CORRECTION = "no, make it human readable and sorted by size"
+
+
+def history(*texts):
+    """Alternating user/assistant messages, with a system message and a tool call mixed in like Hermes'."""
+    msgs = [{"role": "system", "content": "you are helpful"}]
+    for i, text in enumerate(texts):
+        msgs.append({"role": "user" if i % 2 == 0 else "assistant", "content": text})
+    return msgs
+
+
+def turn(msgs, session="s1", platform="telegram"):
+    users = [m for m in msgs if m["role"] == "user"]
+    return Turn(session, platform, users[-1]["content"], msgs[-1]["content"], msgs)
+
+
+def two_turns(tracker, first, second, **kw):
+    assert tracker.observe(turn(first, **kw)) is None
+    return tracker.observe(turn(second, **kw))
+
+
+def test_correction_pairs_previous_answer_with_new_one():
+    tracker = Tracker()
+    got = two_turns(tracker, history(ASK, "ls"), history(ASK, "ls", CORRECTION, "ls -lhS"))
+    assert got is not None
+    pair = got.pair
+    assert (pair.kind, pair.rejected, pair.accepted, pair.user_said) == ("correction", "ls", "ls -lhS", CORRECTION)
+    assert pair.prompt == [{"role": "user", "content": ASK}]
+    assert (pair.platform, pair.session_id) == ("telegram", "s1")
+
+
+def test_acknowledgement_makes_no_pair():
+    tracker = Tracker()
+    assert two_turns(tracker, history(ASK, "ls"), history(ASK, "ls", "thanks, perfect", "glad it helped")) is None
+
+
+def test_retry_same_message_history_not_grown():
+    tracker = Tracker()
+    got = two_turns(tracker, history("a", "1", ASK, "ls"), history("a", "1", ASK, "ls -la"))
+    assert got is not None and got.pair.kind == "retry"
+    assert (got.pair.rejected, got.pair.accepted) == ("ls", "ls -la")
+    assert got.pair.prompt == [{"role": "user", "content": "a"}, {"role": "assistant", "content": "1"},
+                               {"role": "user", "content": ASK}]
+
+
+def test_undo_then_new_ask_pairs_undone_answer():
+    tracker = Tracker()
+    got = two_turns(tracker, history("a", "1", ASK, "ls"), history("a", "1", "list them biggest first", "ls -S"))
+    assert got is not None and got.pair.kind == "undo"
+    assert (got.pair.rejected, got.pair.accepted, got.pair.user_said) == ("ls", "ls -S", "list them biggest first")
+
+
+def test_heavy_shrink_is_never_an_undo():
+    tracker = Tracker()
+    long = history("a", "1", "b", "2", "c", "3", ASK, "ls")
+    assert two_turns(tracker, long, history("summary of earlier", "ok", "what next", "ls -S")) is None
+    # and the tracker starts over from the shrunk history: a later correction still pairs
+    nxt = tracker.observe(turn(history("summary of earlier", "ok", "what next", "ls -S", CORRECTION, "ls -lhS")))
+    assert nxt is not None and nxt.pair.rejected == "ls -S"
+
+
+def test_two_exchanges_rolled_back_make_no_pair():
+    tracker = Tracker()
+    assert two_turns(tracker, history("a", "1", "b", "2", ASK, "ls"), history("a", "1", "new", "x")) is None
+
+
+def test_unchanged_answer_makes_no_pair():
+    tracker = Tracker()
+    assert two_turns(tracker, history(ASK, "ls"), history(ASK, "ls", CORRECTION, "  ls ")) is None
+    assert tracker.observe(turn(history(ASK, "ls", CORRECTION, "  ls ")[:-2] + [
+        {"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls"}])) is None
+
+
+def test_background_platforms_are_ignored():
+    for platform in ("cron", "subagent", ""):
+        tracker = Tracker()
+        got = two_turns(tracker, history(ASK, "ls"), history(ASK, "ls", CORRECTION, "ls -lhS"), platform=platform)
+        assert got is None and len(tracker) == 0
+
+
+def test_sessions_are_independent_and_forgotten():
+    tracker = Tracker()
+    assert tracker.observe(turn(history(ASK, "ls"), session="a")) is None
+    assert tracker.observe(turn(history("other", "x"), session="b")) is None
+    got = tracker.observe(turn(history(ASK, "ls", CORRECTION, "ls -lhS"), session="a"))
+    assert got is not None and got.pair.session_id == "a"
+    tracker.forget_session("a")
+    assert tracker.observe(turn(history(ASK, "ls", CORRECTION, "ls -lhS", CORRECTION, "ls -lhSr"), session="a")) is None
+
+
+def test_tool_calls_and_multimodal_content_are_read_as_text():
+    tracker = Tracker()
+    first = history(ASK) + [{"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+                            {"role": "tool", "content": "a.txt b.txt"}, {"role": "assistant", "content": "ls"}]
+    second = first + [{"role": "user", "content": [{"type": "text", "text": CORRECTION}]},
+                      {"role": "assistant", "content": "ls -lhS"}]
+    assert tracker.observe(Turn("s", "cli", ASK, "ls", first)) is None
+    got = tracker.observe(Turn("s", "cli", [{"type": "text", "text": CORRECTION}], "ls -lhS", second))
+    assert got is not None and got.pair.prompt == [{"role": "user", "content": ASK}]
+
+
+def test_pairs_are_scrubbed_and_cut():
+    tracker = Tracker()
+    key = "sk-" + "a1B2c3D4e5" * 4
+    first = history(f"deploy with my key {key}", "x" * (MAX_CHARS + 500))
+    second = first + [{"role": "user", "content": "no, that's wrong, write to /home/alice/notes.txt"},
+                      {"role": "assistant", "content": "done"}]
+    assert tracker.observe(turn(first)) is None
+    pair = tracker.observe(turn(second)).pair
+    assert key not in pair.prompt[0]["content"] and "alice" not in pair.user_said
+    assert len(pair.rejected) == MAX_CHARS
+    assert sum(pair.scrubbed.values()) >= 2
+
+
+def test_prompt_keeps_recent_messages_only():
+    tracker = Tracker()
+    texts = [f"m{i}" for i in range(2 * PROMPT_MESSAGES)] + [ASK, "ls"]
+    assert tracker.observe(turn(history(*texts))) is None
+    got = tracker.observe(turn(history(*texts, CORRECTION, "ls -lhS")))
+    assert len(got.pair.prompt) == PROMPT_MESSAGES and got.pair.prompt[-1]["content"] == ASK
+
+
+def test_session_memory_is_bounded():
+    tracker = Tracker(max_sessions=3)
+    for i in range(10):
+        tracker.observe(turn(history(ASK, "ls"), session=f"s{i}"))
+    assert len(tracker) == 3
