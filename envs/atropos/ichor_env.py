@@ -1,0 +1,274 @@
+"""IchorEnv: an Atropos environment that rewards answers the user would accept.
+
+Items are ichor's exported pairs (``pairs.jsonl``: uid, messages, accepted, rejected, kind, label,
+split). For each prompt the policy server samples ``group_size`` answers; each is scored against the
+user's accepted and rejected answers (``reward.py``), the scores are mean-centred, and groups with
+no spread are dropped (no signal for GRPO-style trainers).
+
+    python ichor_env.py process --env.pairs_path pairs.jsonl --env.tokenizer_name MODEL_DIR \\
+        --openai.base_url http://127.0.0.1:8131/v1 --openai.model_name MODEL --env.use_wandb false
+    python ichor_env.py serve ...      # with `run-api --host 127.0.0.1` and a trainer
+    python ichor_env.py evaluate ...   # the reward's pairwise accuracy + the policy's win rate
+
+Tokens are re-tokenised here with ``apply_chat_template(..., tokenize=True, return_dict=False)``:
+atroposlib 0.4.0's ``tokenize_for_trainer`` returns a BatchEncoding under transformers 5. For
+training-grade token ids and logprobs use ``--openai.server_type vllm`` (or sglang) with
+``--env.use_managed_server true``: the managed server returns the sampled ids and their logprobs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
+from pydantic import Field
+
+try:
+    from .reward import DEFAULT_WEIGHTS, TERMS, Anchor, CombinedReward, JudgeReward, Rollout, mean_centre, \
+        neighbour_anchors, pairwise_accuracy
+except ImportError:  # run as a script, or from an exported atropos_env/ folder
+    from reward import DEFAULT_WEIGHTS, TERMS, Anchor, CombinedReward, JudgeReward, Rollout, mean_centre, \
+        neighbour_anchors, pairwise_accuracy
+
+# Explicit loopback defaults, never the library's localhost:8000 / :9004-9007.
+DEFAULT_POLICY_URL = "http://127.0.0.1:8131/v1"
+DEFAULT_TRAJECTORY_API = "http://127.0.0.1:8130"
+
+
+class IchorEnvConfig(BaseEnvConfig):
+    pairs_path: str = Field("data/export/atropos/pairs.jsonl", description="ichor's exported pairs.jsonl")
+    train_split: str = Field("train", description="rows sampled for rollouts: train, eval or all")
+    max_tokens: int = Field(64, description="max new tokens per rollout")
+    temperature: float = Field(1.0, description="sampling temperature for rollouts")
+    weight_anchor: float = Field(DEFAULT_WEIGHTS["anchor"], description="+1 matches accepted, -1 matches rejected")
+    weight_embedding: float = Field(DEFAULT_WEIGHTS["embedding"], description="MiniLM cos margin")
+    weight_judge: float = Field(DEFAULT_WEIGHTS["judge"], description="pairwise judge on the policy server")
+    weight_truncation: float = Field(DEFAULT_WEIGHTS["truncation"], description="penalty for finish_reason=length")
+    weight_repetition: float = Field(DEFAULT_WEIGHTS["repetition"], description="penalty for repeated n-grams")
+    eval_neighbours: int = Field(4, description="other pairs used as anchors when measuring the reward")
+    eval_samples: int = Field(1, description="policy samples per held-out prompt for the win rate")
+    max_passes: int = Field(0, description="stop after this many passes over the items (0 = cycle forever)")
+    use_managed_server: bool = Field(False, description="take sampled ids + logprobs from a vllm/sglang server")
+    seed: int = Field(0, description="item order shuffle seed")
+
+
+def load_pairs(path: str | Path) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            missing = [k for k in ("messages", "accepted", "rejected") if k not in row]
+            if missing:
+                raise ValueError(f"{path}:{lineno}: missing {', '.join(missing)}")
+            rows.append(row)
+    return rows
+
+
+def tokenize_rollout(tokenizer, messages: list[dict], completion: str) -> tuple[list[int], list[int]]:
+    """Token ids of prompt + completion, and masks: -100 on the prompt, the id where it is trained.
+
+    ``return_dict=False`` makes transformers 4 and 5 both return a plain list of ints.
+    """
+    prompt_ids = list(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
+                                                    return_dict=False))
+    full_ids = list(tokenizer.apply_chat_template([*messages, {"role": "assistant", "content": completion}],
+                                                  tokenize=True, return_dict=False))
+    shared = 0
+    for a, b in zip(prompt_ids, full_ids):
+        if a != b:
+            break
+        shared += 1
+    tokens = [int(t) for t in full_ids]
+    masks = [-100] * shared + tokens[shared:]
+    return tokens, masks
+
+
+class IchorEnv(BaseEnv):
+    name = "ichor"
+    env_config_cls = IchorEnvConfig
+
+    def __init__(self, config: IchorEnvConfig, server_configs, slurm=False, testing=False):
+        super().__init__(config, server_configs, slurm, testing)
+        self.reward = CombinedReward(self.weights())
+        self.judge = JudgeReward() if self.reward.uses_judge else None
+        self.term_buffer: dict[str, list[float]] = {t: [] for t in TERMS}
+        self.score_buffer: list[float] = []
+
+    @classmethod
+    def config_init(cls) -> tuple[IchorEnvConfig, list[APIServerConfig]]:
+        env_config = IchorEnvConfig(
+            tokenizer_name="models/base",
+            group_size=4,
+            use_wandb=False,
+            wandb_name="ichor",
+            rollout_server_url=DEFAULT_TRAJECTORY_API,
+            max_token_length=1024,
+            total_steps=8,
+            batch_size=8,
+            steps_per_eval=50,
+            max_num_workers=2,
+        )
+        server_configs = [
+            APIServerConfig(
+                model_name="models/policy",
+                base_url=DEFAULT_POLICY_URL,
+                api_key="local",
+                server_type="openai",
+                n_kwarg_is_ignored=True,  # `transformers serve` refuses `n`: ask once per sample
+                health_check=False,  # a 1 Hz max_tokens=1 probe would steal a CPU server's time
+                num_requests_for_eval=4,
+                timeout=600,
+            )
+        ]
+        return env_config, server_configs
+
+    def weights(self) -> dict:
+        return {t: getattr(self.config, f"weight_{t}") for t in TERMS}
+
+    # ------------------------------------------------------------------------------------- data
+
+    async def setup(self):
+        rows = load_pairs(self.config.pairs_path)
+        split = self.config.train_split
+        self.items = [r for r in rows if split == "all" or r.get("split", "train") == split] or rows
+        self.eval_items = [r for r in rows if r.get("split") == "eval"]
+        self.pool = [r for r in rows if r.get("split") != "eval"] or rows
+        random.Random(self.config.seed).shuffle(self.items)
+        self.iter = 0
+
+    async def get_next_item(self):
+        if not self.items:
+            return None
+        if self.config.max_passes and self.iter >= self.config.max_passes * len(self.items):
+            return None
+        item = self.items[self.iter % len(self.items)]
+        self.iter += 1
+        return item
+
+    def save_checkpoint(self, step, data=None):
+        super().save_checkpoint(step, {"iter": self.iter, **(data or {})})
+
+    # ---------------------------------------------------------------------------------- scoring
+
+    async def complete(self, messages: list[dict]) -> str:
+        """One short greedy answer from the policy server (the judge's calls)."""
+        completion = await self.server.chat_completion(messages=messages, n=1, max_tokens=8, temperature=0.0,
+                                                       split="eval")
+        return completion.choices[0].message.content or ""
+
+    async def raw_scores(self, item: dict, rollouts: list[Rollout]) -> tuple[list[float], dict]:
+        anchors = [Anchor(item["accepted"], item["rejected"])]
+        judge = await self.judge.score(self.complete, item["messages"], rollouts, anchors) if self.judge else None
+        terms = self.reward.per_term(rollouts, anchors, judge)
+        return self.reward.combine(terms), terms
+
+    async def score(self, item: dict, rollouts: list[Rollout]) -> list[float]:
+        combined, terms = await self.raw_scores(item, rollouts)
+        for name, values in terms.items():
+            self.term_buffer[name].extend(values)
+        self.score_buffer.extend(combined)
+        return mean_centre(combined)
+
+    async def sample(self, messages: list[dict], n: int, split: str) -> tuple[list[Rollout], list | None]:
+        """``n`` answers; with a managed vllm/sglang server, also the sampled ids, masks and logprobs."""
+        kwargs = dict(messages=messages, n=n, max_tokens=self.config.max_tokens,
+                      temperature=self.config.temperature, split=split)
+        if not self.config.use_managed_server:
+            completion = await self.server.chat_completion(**kwargs)
+            return [Rollout(c.message.content or "", c.finish_reason) for c in completion.choices], None
+        async with self.server.managed_server(tokenizer=self.tokenizer) as managed:
+            completion = await managed.chat_completion(**kwargs)
+            nodes = managed.get_state()["nodes"]
+        return [Rollout(c.message.content or "", c.finish_reason) for c in completion.choices], nodes
+
+    async def collect_trajectories(self, item: dict):
+        rollouts, nodes = await self.sample(item["messages"], self.config.group_size, "train")
+        scores = await self.score(item, rollouts)
+        if len({round(s, 9) for s in scores}) <= 1:
+            return None, []
+        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
+        for i, (rollout, score) in enumerate(zip(rollouts, scores)):
+            if nodes is not None:
+                tokens, masks = list(nodes[i].tokens), list(nodes[i].masked_tokens)
+                group.setdefault("inference_logprobs", []).append(list(nodes[i].logprobs))
+            else:
+                tokens, masks = tokenize_rollout(self.tokenizer, item["messages"], rollout.text)
+            group["tokens"].append(tokens)
+            group["masks"].append(masks)
+            group["scores"].append(score)
+            group["messages"].append([*item["messages"], {"role": "assistant", "content": rollout.text}])
+        return group, []
+
+    # ------------------------------------------------------------------------------- evaluation
+
+    async def judge_eval_scores(self, rows: list[dict]) -> list[list[float]] | None:
+        """The judge's say on each held-out pair (accepted vs rejected), anchored on neighbours only."""
+        if not self.judge:
+            return None
+        out = []
+        for row in rows:
+            anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
+            prefs = [await self.judge.versus(self.complete, row["messages"], a, row["accepted"], row["rejected"])
+                     for a in anchors]
+            pref = sum(p * a.weight for p, a in zip(prefs, anchors)) / max(sum(a.weight for a in anchors), 1e-9)
+            out.append([pref, -pref])
+        return out
+
+    async def win_rate(self, rows: list[dict]) -> tuple[float, list[dict]]:
+        """How often a fresh policy answer out-scores the rejected answer, under the pair's own anchors."""
+        wins, total, samples = 0, 0, []
+        for row in rows:
+            rollouts, _ = await self.sample(row["messages"], self.config.eval_samples, "eval")
+            combined, _ = await self.raw_scores(row, [*rollouts, Rollout(row["rejected"], "stop")])
+            for rollout, value in zip(rollouts, combined[:-1]):
+                won = value > combined[-1]
+                wins += won
+                total += 1
+                samples.append({"uid": row.get("uid"), "messages": row["messages"], "response": rollout.text,
+                                "finish_reason": rollout.finish_reason, "score": value,
+                                "rejected_score": combined[-1], "won": bool(won)})
+        return (wins / total if total else 0.0), samples
+
+    async def evaluate(self, *args, **kwargs):
+        start = time.time()
+        rows = self.eval_items
+        measured = pairwise_accuracy(rows, self.pool, self.reward, k=self.config.eval_neighbours,
+                                     judge=await self.judge_eval_scores(rows))
+        win_rate, samples = await self.win_rate(rows)
+        metrics = {
+            "eval/pairs": measured["pairs"],
+            "eval/reward_pairwise_accuracy": measured["combined"],
+            "eval/baseline_string_similarity_accuracy": measured["baseline_string_similarity"],
+            "eval/win_rate_vs_rejected": win_rate,
+        }
+        for term, figures in measured["per_term"].items():
+            metrics[f"eval/accuracy_{term}"] = figures["accuracy"]
+            metrics[f"eval/ties_{term}"] = figures["ties"]
+        self.eval_metrics = list(metrics.items())
+        await self.evaluate_log(metrics, start_time=start, end_time=time.time(), samples=samples,
+                                generation_parameters={"max_tokens": self.config.max_tokens,
+                                                       "temperature": self.config.temperature})
+        return metrics
+
+    async def wandb_log(self, wandb_metrics: dict | None = None):
+        wandb_metrics = dict(wandb_metrics or {})
+        for name, values in self.term_buffer.items():
+            if values:
+                wandb_metrics[f"train/reward_{name}"] = sum(values) / len(values)
+        if self.score_buffer:
+            wandb_metrics["train/reward"] = sum(self.score_buffer) / len(self.score_buffer)
+        self.term_buffer = {t: [] for t in TERMS}
+        self.score_buffer = []
+        for key, value in getattr(self, "eval_metrics", []):
+            wandb_metrics[key] = value
+        self.eval_metrics = []
+        await super().wandb_log(wandb_metrics)
+
+
+if __name__ == "__main__":
+    IchorEnv.cli()
