@@ -1,0 +1,179 @@
+"""ichor inside Hermes Agent: the thin adapter between Hermes' hooks and ichor's core.
+
+Registered surfaces (``plugin.yaml`` declares exactly these):
+
+* ``post_llm_call``: feed the turn to the tracker; a captured pair is scrubbed, stored as pending
+  and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``);
+* ``pre_gateway_dispatch``: remember the chat of the inbound message (for the card and for
+  ``/ichor off``), and claim a bare k/s/d reply to the single open card of a direct chat;
+* ``on_session_finalize``: drop the session's state;
+* the ``/ichor`` slash command.
+
+Every hook is wrapped: whatever goes wrong inside ichor (a broken database, a full disk, a read-only
+home) is logged as one line and the turn carries on as if ichor weren't installed. The store is
+opened at call time from Hermes' active home, so each profile keeps its own pairs.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from .. import card, commands
+from ..capture import Tracker, Turn
+from ..store import Store
+from .cards import CardBoard, OpenCard
+from .labels import label_in_background
+from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
+
+log = logging.getLogger("hermes_plugins.ichor")
+
+HOOKS = ("post_llm_call", "pre_gateway_dispatch", "on_session_finalize")
+COMMAND = "ichor"
+COMMAND_HINT = "[status|review|keep ID|share ID|discard ID|export|share|set …|off|on [--global]|forget-all yes]"
+COMMAND_HELP = "Preference pairs from your corrections: review, keep, share, export, pause"
+
+
+def hermes_home():
+    """The active profile's home, read on every call (a profile switch needs no restart)."""
+    try:
+        from hermes_constants import get_hermes_home
+    except ImportError:
+        from ..paths import hermes_home as get_hermes_home
+    return get_hermes_home()
+
+
+def open_store() -> Store:
+    return Store.open(hermes_home())
+
+
+def guarded(fallback=None):
+    """Never let an ichor failure reach Hermes: log one line and return ``fallback``."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def safe(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:
+                log.warning("ichor: %s failed, Hermes carries on without it: %s: %s",
+                            fn.__name__, type(exc).__name__, exc)
+                return fallback(exc) if callable(fallback) else fallback
+
+        return safe
+
+    return wrap
+
+
+def manual_choices(pair_id: int) -> str:
+    return f"/ichor keep {pair_id} · share {pair_id} · discard {pair_id}"
+
+
+class IchorPlugin:
+    def __init__(self, ctx=None, tracker: Tracker | None = None, board: CardBoard | None = None):
+        self.ctx = ctx
+        self.tracker = tracker or Tracker()
+        self.board = board or CardBoard()
+
+    # ---- hooks --------------------------------------------------------------------------------
+
+    @guarded()
+    def post_llm_call(self, session_id="", user_message=None, assistant_response=None, conversation_history=None,
+                      platform="", **_):
+        captured = self.tracker.observe(Turn(str(session_id or ""), str(platform or ""), user_message,
+                                             assistant_response, list(conversation_history or [])))
+        if captured is None:
+            return None
+        with open_store() as store:
+            if commands.is_capture_paused(store, session_scope(platform or "")):
+                return None
+            pair = store.add_pair(captured.pair)
+            wants_model_label = store.get_setting("llm_labels", False) is True
+        if pair.status != "pending":
+            return None  # the same pair again, already decided
+        self.show(pair, platform or "")
+        if wants_model_label and getattr(self.ctx, "llm", None) is not None:
+            label_in_background(self.ctx.llm, pair, save_label)
+        return None
+
+    @guarded()
+    def pre_gateway_dispatch(self, event=None, gateway=None, **_):
+        if event is None or getattr(event, "internal", False) or getattr(event, "source", None) is None:
+            return None
+        route = route_from_event(event, gateway)
+        current_route.set(route)
+        hit = self.board.claimable(route.platform, route.chat_id, route.chat_type, getattr(event, "text", None))
+        if hit is None:
+            return None
+        open_card, choice = hit
+        with open_store() as store:
+            pair = store.get(open_card.pair_id)
+            if pair is None or pair.status != "pending":
+                self.board.close(open_card.pair_id)
+                return None  # decided elsewhere meanwhile: the letter is not ours any more
+            outcome = commands.run(store, f"{choice} {open_card.pair_id}")
+        self.board.close(open_card.pair_id)
+        if open_card.post is not None:
+            open_card.post.replace(outcome)
+        return {"action": "skip", "reason": f"ichor: {choice} pair #{open_card.pair_id}"}
+
+    @guarded()
+    def on_session_finalize(self, session_id=None, **_):
+        if session_id:
+            self.tracker.forget_session(str(session_id))
+        return None
+
+    @guarded(fallback=lambda exc: f"ichor: {type(exc).__name__}: {exc}")
+    def command(self, raw_args: str = "", *args, **kwargs) -> str:
+        with open_store() as store:
+            reply = commands.run(store, raw_args or "", scope=session_scope(""))
+        self._settle_card(raw_args or "", reply)
+        return reply
+
+    # ---- the card -----------------------------------------------------------------------------
+
+    def show(self, pair, platform: str) -> None:
+        route = current_route.get()
+        if can_post(route):
+            dm = route.chat_type == "dm"
+            text = card.render_card(pair) if dm else card.render_card(pair, choices=manual_choices(pair.id))
+            post = ChatPost(route)
+            post.send(text, on_sent=lambda sent: self.board.open(OpenCard(
+                pair.id, route.platform, route.chat_id, route.chat_type, sent.message_id, self.board.clock(), sent)))
+        elif platform in ("cli", "tui"):
+            print_to_terminal(card.render_card(pair, choices=manual_choices(pair.id)))
+        # elsewhere there is no surface: the pair waits for /ichor review
+
+    def _settle_card(self, raw_args: str, reply: str) -> None:
+        """``/ichor keep 4`` while card #4 is open: update that card too."""
+        words = raw_args.split()
+        if len(words) == 2 and words[0].lower() in ("keep", "share", "discard") and words[1].isdigit():
+            if reply.startswith("ichor:"):
+                return  # an error, nothing was decided
+            open_card = self.board.close(int(words[1]))
+            if open_card is not None and open_card.post is not None:
+                open_card.post.replace(reply)
+
+
+@guarded()
+def save_label(pair_id: int, label: str) -> None:
+    with open_store() as store:
+        store.set_label(pair_id, label)
+
+
+ACTIVE: IchorPlugin | None = None
+
+
+def register(ctx) -> None:
+    """Hermes' entry point: wire the hooks and the ``/ichor`` command."""
+    global ACTIVE
+    plugin = IchorPlugin(ctx)
+    for name in HOOKS:
+        ctx.register_hook(name, getattr(plugin, name))
+    ctx.register_command(COMMAND, plugin.command, description=COMMAND_HELP, args_hint=COMMAND_HINT)
+    ACTIVE = plugin
+
+
+# Hermes 0.19 loads an entry point's object and then looks up ``register`` on it; with the entry point
+# ``ichor.hermes:register`` that object is this function, so it answers for itself.
+register.register = register
