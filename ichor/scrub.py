@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable
+import string
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -49,6 +50,8 @@ USER_PLACEHOLDER = "[USER]"
 
 
 def placeholder(kind: str) -> str:
+    if kind == "home_path":
+        return USER_PLACEHOLDER  # only the user name is replaced: /home/[USER]/...
     return PII_PLACEHOLDERS.get(kind) or f"[REDACTED:{kind}]"
 
 
@@ -58,140 +61,188 @@ class Scrubbed:
     removed: dict[str, int] = field(default_factory=dict, hash=False)
 
 
-# A replacer gets the match and returns the replacement, or None to leave the match as it is.
-Replacer = Callable[[re.Match], "str | None"]
+# A finder yields the (start, end) spans of one rule's matches, left to right; the engine replaces each span
+# that does not overlap an earlier one with the rule's placeholder.
+Finder = Callable[[str], Iterator[tuple[int, int]]]
+Check = Callable[[re.Match], "tuple[int, int] | None"]
 
 
 @dataclass(frozen=True)
 class Rule:
     kind: str
-    pattern: re.Pattern
-    replace: Replacer
+    find: Finder
+    # Lower-case substrings at least one of which a match must contain: a cheap pre-check before scanning.
+    gate: tuple[str, ...] = ()
+
+
+def _finder(pattern: re.Pattern, check: Check) -> Finder:
+    def find(text: str) -> Iterator[tuple[int, int]]:
+        for m in pattern.finditer(text):
+            span = check(m)
+            if span is not None:
+                yield span
+    return find
+
+
+def _whole(test: Callable[[str], bool] | None = None) -> Check:
+    """Replace the whole match, when ``test`` (if any) accepts its text."""
+    return lambda m: m.span() if test is None or test(m.group(0)) else None
+
+
+def _group(group: str, test: Callable[[re.Match], bool] | None = None) -> Check:
+    """Replace only ``group``, keeping the rest of the match (a key name, a scheme, quotes)."""
+    return lambda m: m.span(group) if test is None or test(m) else None
 
 
 TOKEN_CHARS = "A-Za-z0-9_-"
-NOT_AFTER_TOKEN = f"(?<![{TOKEN_CHARS}])"
 NOT_BEFORE_TOKEN = f"(?![{TOKEN_CHARS}])"
+
+
+def _after_boundary(literal: str, rest: str, before: str = TOKEN_CHARS) -> re.Pattern:
+    """``literal`` not preceded by a ``before`` character, then ``rest``.
+
+    The boundary is checked *after* the literal (a fixed-width lookbehind spanning it), so the pattern starts
+    with a literal and the regex engine jumps between its occurrences instead of trying every position.
+    """
+    lit = re.escape(literal)
+    return re.compile(f"{lit}(?<![{before}]{lit}){rest}")
 
 
 def _has_digit_or_upper(s: str) -> bool:
     return any(c.isdigit() or c.isupper() for c in s)
 
 
+def _has_digit(s: str) -> bool:
+    return any(c.isdigit() for c in s)
+
+
 def _has_digit_and_letter(s: str) -> bool:
-    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s)
-
-
-def _whole(kind: str, check: Callable[[str], bool] | None = None) -> Replacer:
-    """Replace the whole match (optionally only when ``check`` accepts it)."""
-    def replace(m: re.Match) -> str | None:
-        return placeholder(kind) if check is None or check(m.group(0)) else None
-    return replace
-
-
-def _group(kind: str, group: str, check: Callable[[re.Match], bool] | None = None) -> Replacer:
-    """Replace only the named group, keeping the rest of the match (a key name, a scheme, quotes)."""
-    def replace(m: re.Match) -> str | None:
-        if check is not None and not check(m):
-            return None
-        start, end = m.span(group)
-        whole = m.group(0)
-        base = m.start()
-        return whole[: start - base] + placeholder(kind) + whole[end - base:]
-    return replace
+    return _has_digit(s) and any(c.isalpha() for c in s)
 
 
 # --- secrets of a known format -------------------------------------------------------------------------
 
-_PEM_LABEL = r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_PEM_BEGIN = re.compile(_PEM_LABEL)
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 # A truncated block (no END line): the BEGIN line plus the base64 / header lines that follow it.
 # Every repetition starts with a newline, so the loop is unambiguous.
 _PEM_BODY = re.compile(r"(?:\r?\n[ \t]*(?:[A-Za-z0-9+/=]{8,}|[A-Za-z-]{1,40}:[^\n]{0,200})[ \t]*)*")
 
 
-def _scrub_private_keys(text: str) -> tuple[str, int]:
-    """PEM private keys, whole block. Done by hand so that many BEGINs without an END stay linear."""
-    out, pos, found = [], 0, 0
-    end_free_from = None  # once no END exists after some offset, don't look for one again
+def _find_private_keys(text: str) -> Iterator[tuple[int, int]]:
+    """PEM private keys, whole block. By hand, so that many BEGINs without an END stay linear."""
+    pos, no_end_after = 0, None
     while (begin := _PEM_BEGIN.search(text, pos)) is not None:
-        end = None if end_free_from is not None else _PEM_END.search(text, begin.end())
+        end = None if no_end_after is not None else _PEM_END.search(text, begin.end())
         if end is None:
-            end_free_from = begin.end()
-            stop = _PEM_BODY.match(text, begin.end()).end()
+            no_end_after = begin.end()  # no END anywhere further on: don't look again
+            pos = _PEM_BODY.match(text, begin.end()).end()
         else:
-            stop = end.end()
-        out.append(text[pos:begin.start()])
-        out.append(placeholder("private_key"))
-        found += 1
-        pos = stop
-    out.append(text[pos:])
-    return "".join(out), found
+            pos = end.end()
+        yield begin.start(), pos
 
 
-def _aws_secret_in_context(m: re.Match) -> bool:
-    value = m.group(0)
-    if not (any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)):
-        return False
-    before = m.string[max(0, m.start() - 80): m.start()].lower()
-    return "aws" in before or "secret" in before or "akia" in before or "[redacted:aws_access_key]" in before
+_AWS_CONTEXT = re.compile(r"aws|secret|akia")  # searched in the lower-cased text
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_WINDOW = 100
+_B64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
+
+
+def _context_windows(text: str) -> Iterator[tuple[int, int]]:
+    """The merged stretches of text that start within _AWS_WINDOW characters after a context word."""
+    start = end = -1
+    for context in _AWS_CONTEXT.finditer(text.lower()):
+        if context.end() > end:
+            if end > start:
+                yield start, end
+            start = context.end()
+        end = context.end() + _AWS_WINDOW
+    if end > start:
+        yield start, end
+
+
+def _find_aws_secrets(text: str) -> Iterator[tuple[int, int]]:
+    """A 40-character base64 string shortly after "aws", "secret" or an access key id."""
+    for start, end in _context_windows(text):
+        for m in _AWS_SECRET.finditer(text, start, min(len(text), end + 40)):
+            value = m.group(0)
+            if m.end() < len(text) and text[m.end()] in _B64_CHARS:
+                continue  # cut by the window's end: part of a longer string
+            if any(c.isupper() for c in value) and any(c.islower() for c in value) and any(
+                    c.isdigit() or c in "+/" for c in value):
+                yield m.span()
 
 
 def _bearer_token(m: re.Match) -> bool:
     token = m.group("token")
-    return len(token) >= 16 and (any(c.isdigit() for c in token) or (token.lower() != token and token.upper() != token))
+    return len(token) >= 16 and (_has_digit(token) or (token.lower() != token and token.upper() != token))
 
 
 _TEMPLATE_VALUES = {"none", "null", "nil", "true", "false", "undefined", "str", "string", "int", "bytes", "optional",
-                    "secretstr", "required", "changeme?", "..."}
+                    "secretstr", "required", "..."}
 
 
-def _url_password(m: re.Match) -> bool:
-    password = m.group("password")
-    return not (password[0] in "$<{%*" or set(password) <= set("*x.") or password.lower() in _TEMPLATE_VALUES)
+def _not_template(value: str) -> bool:
+    low = value.lower()
+    return not (
+        value[0] in "$%<{[*#"
+        or low in _TEMPLATE_VALUES
+        or len(set(value)) == 1
+        or low.startswith(("your", "process.env", "os.environ", "os.getenv", "getenv", "env("))
+    )
+
+
+def _stripe_key(m: re.Match) -> tuple[int, int] | None:
+    # The match starts at "k_": the key starts one character earlier, at s/r/p.
+    start = m.start() - 1
+    text = m.string
+    if start < 0 or text[start] not in "srp" or (start > 0 and re.match(f"[{TOKEN_CHARS}]", text[start - 1])):
+        return None
+    return (start, m.end()) if _has_digit_or_upper(m.group("body")) else None
+
+
+def _telegram_token(m: re.Match) -> tuple[int, int] | None:
+    # The match starts at ":AA": the bot id (8 to 10 digits) comes before it.
+    text, start = m.string, m.start()
+    while start > m.start() - 11 and start > 0 and text[start - 1].isdigit():
+        start -= 1
+    digits = m.start() - start
+    return (start, m.end()) if 8 <= digits <= 10 and not (start > 0 and text[start - 1].isdigit()) else None
 
 
 SECRET_RULES: tuple[Rule, ...] = (
-    Rule("anthropic_key", re.compile(NOT_AFTER_TOKEN + r"sk-ant-[A-Za-z0-9_-]{20,}"), _whole("anthropic_key")),
-    Rule("openai_key",
-         re.compile(NOT_AFTER_TOKEN + r"sk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
-         _whole("openai_key", _has_digit_or_upper)),
-    Rule("hf_token", re.compile(NOT_AFTER_TOKEN + r"hf_[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN),
-         _whole("hf_token", _has_digit_or_upper)),
-    Rule("github_token",
-         re.compile(NOT_AFTER_TOKEN + r"(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})"
-                    + NOT_BEFORE_TOKEN),
-         _whole("github_token", _has_digit_or_upper)),
-    Rule("aws_access_key",
-         re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
-         _whole("aws_access_key")),
-    Rule("slack_token",
-         re.compile(NOT_AFTER_TOKEN + r"(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,})"),
-         _whole("slack_token", lambda s: any(c.isdigit() for c in s))),
-    Rule("slack_token",
-         re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/-]{8,})"),
-         _group("slack_token", "path")),
-    Rule("stripe_key", re.compile(NOT_AFTER_TOKEN + r"(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{10,}" + NOT_BEFORE_TOKEN),
-         _whole("stripe_key", _has_digit_or_upper)),
-    Rule("google_api_key", re.compile(NOT_AFTER_TOKEN + r"AIza[A-Za-z0-9_-]{35}" + NOT_BEFORE_TOKEN),
-         _whole("google_api_key")),
-    Rule("telegram_bot_token", re.compile(r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_-]{33}" + NOT_BEFORE_TOKEN),
-         _whole("telegram_bot_token")),
-    Rule("jwt",
-         re.compile(NOT_AFTER_TOKEN + r"eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
-         _whole("jwt")),
-    Rule("bearer", re.compile(r"(?i:\bbearer)[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"), _group("bearer", "token", _bearer_token)),
-    Rule("url_password",
-         re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@\[\]]{1,128}:"
-                    r"(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
-         _group("url_password", "password", _url_password)),
-    Rule("aws_secret_key", re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"),
-         lambda m: placeholder("aws_secret_key") if _aws_secret_in_context(m) else None),
+    Rule("private_key", _find_private_keys, gate=("-----begin",)),
+    Rule("anthropic_key", _finder(_after_boundary("sk-ant-", r"[A-Za-z0-9_-]{20,}"), _whole())),
+    Rule("openai_key", _finder(_after_boundary("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
+                               _whole(_has_digit_or_upper))),
+    Rule("hf_token", _finder(_after_boundary("hf_", r"[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN), _whole(_has_digit_or_upper))),
+    Rule("github_token", _finder(_after_boundary("gh", r"[pousr]_[A-Za-z0-9]{36,255}" + NOT_BEFORE_TOKEN),
+                                 _whole(_has_digit_or_upper))),
+    Rule("github_token", _finder(_after_boundary("github_pat_", r"[A-Za-z0-9_]{50,255}" + NOT_BEFORE_TOKEN),
+                                 _whole(_has_digit_or_upper))),
+    Rule("aws_access_key", _finder(_after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+                                                   before="A-Za-z0-9"), _whole())),
+    Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
+    Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
+    Rule("slack_token", _finder(
+        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/-]{8,})"),
+        _group("path"))),
+    Rule("stripe_key", _finder(re.compile(r"k_(?:live|test)_(?P<body>[A-Za-z0-9]{10,})" + NOT_BEFORE_TOKEN),
+                               _stripe_key)),
+    Rule("google_api_key", _finder(_after_boundary("AIza", r"[A-Za-z0-9_-]{35}" + NOT_BEFORE_TOKEN), _whole())),
+    Rule("telegram_bot_token", _finder(re.compile(r":AA[A-Za-z0-9_-]{33}" + NOT_BEFORE_TOKEN), _telegram_token)),
+    Rule("jwt", _finder(_after_boundary("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
+                        _whole())),
+    *(Rule("bearer", _finder(re.compile(rf"{word}(?<!\w{word})[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"),
+                             _group("token", _bearer_token))) for word in ("Bearer", "bearer", "BEARER")),
+    Rule("url_password", _finder(
+        re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
+        _group("password", lambda m: _not_template(m.group("password"))))),
+    Rule("aws_secret_key", _find_aws_secrets, gate=("aws", "secret", "akia")),
 )
 
 
-# --- KEY=value assignments -----------------------------------------------------------------------------
+# --- NAME=value assignments ----------------------------------------------------------------------------
 
 _STRONG_NAME = re.compile(
     r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
@@ -200,36 +251,43 @@ _STRONG_NAME = re.compile(
 )
 _UPPER_KEY_NAME = re.compile(r"[A-Z][A-Z0-9_]*_KEY")
 _LOWER_KEY_NAME = re.compile(r"(?i)\w*_key")
-_EXPRESSION = re.compile(r"[A-Za-z_][\w]*(?:\.[\w]+)+|[A-Za-z_][\w.]*[(\[]")
+_EXPRESSION = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z_][\w.]*[(\[]")
+_NAME_GATE = ("key", "secret", "token", "pass", "pwd", "credential")
+_NAME_GATE_RE = re.compile("|".join(_NAME_GATE))
 
+# The operator and the value; the name before it is found by _NAME_BEFORE, so the scan starts at [:=].
 _ASSIGNMENT = re.compile(
-    r"(?<![\w.-])(?P<q>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_]{0,80})(?P=q)[ \t]*(?::|=|:=)[ \t]*"
-    r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
+    r"[:=]=?[ \t]*(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
 )
+# The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
+_NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.-])")
 
 
-def _placeholder_like(value: str) -> bool:
-    low = value.lower()
-    return (
-        value[0] in "$%<{[*#"
-        or low in _TEMPLATE_VALUES
-        or len(set(value)) == 1
-        or low.startswith(("your", "process.env", "os.environ", "os.getenv", "getenv", "env("))
-    )
+def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
+    reversed_text = None
+    for m in _ASSIGNMENT.finditer(text):
+        tail = text[max(0, m.start() - 20):m.start()].lower()
+        if not _NAME_GATE_RE.search(tail):
+            continue  # cheap pre-check: no secret-like name ends right before the operator
+        if reversed_text is None:
+            reversed_text = text[::-1]
+        name = _NAME_REVERSED.match(reversed_text, len(text) - m.start())
+        if name is not None:
+            span = _assignment_value(m, name.group("name")[::-1])
+            if span is not None:
+                yield span
 
 
-def _env_value(m: re.Match) -> str | None:
-    """Which group holds a secret value, or None when this assignment is not one."""
-    name = m.group("name")
-    group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+def _assignment_value(m: re.Match, name: str) -> tuple[int, int] | None:
+    """The span of the value when ``name = value`` assigns a secret, else None."""
+    group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
     value = m.group(group)
-    if _placeholder_like(value):
+    if not _not_template(value):
         return None
     strong = _STRONG_NAME.fullmatch(name) is not None or _UPPER_KEY_NAME.fullmatch(name) is not None
     if not strong:
-        if _LOWER_KEY_NAME.fullmatch(name) is None:
-            return None
-        return group if len(value) >= 16 and _has_digit_and_letter(value) and " " not in value else None
+        weak_ok = _LOWER_KEY_NAME.fullmatch(name) and len(value) >= 16 and _has_digit_and_letter(value)
+        return m.span(group) if weak_ok and " " not in value else None
     if group == "bare":
         if _EXPRESSION.match(value):
             return None  # code: tokenizer.eos_token, os.environ[...], get_token()
@@ -237,15 +295,10 @@ def _env_value(m: re.Match) -> str | None:
             return None  # code: token = response
         if value.isdigit() and "pass" not in name.lower() and "pwd" not in name.lower():
             return None  # MAX_TOKEN=4096
-    return group
+    return m.span(group)
 
 
-def _replace_env(m: re.Match) -> str | None:
-    group = _env_value(m)
-    return None if group is None else _group("env_secret", group)(m)
-
-
-ENV_RULE = Rule("env_secret", _ASSIGNMENT, _replace_env)
+ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -254,107 +307,154 @@ _FILE_SUFFIXES = {"png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "js", "ts",
                   "md", "txt", "html", "py", "rs", "go", "lock", "yaml", "yml", "toml"}
 
 
-def _email(m: re.Match) -> str | None:
-    local, domain = m.group(0).rsplit("@", 1)
-    if local.lower() == "git" or domain.rsplit(".", 1)[1].lower() in _FILE_SUFFIXES:
+_LOCAL_CHARS = frozenset(string.ascii_letters + string.digits + "._%+-")
+
+
+def _email(m: re.Match) -> tuple[int, int] | None:
+    # The match starts at "@": the local part (1 to 64 characters, starting with a letter or digit) is before it.
+    text = m.string
+    start = _walk_back(text, m.start(), _LOCAL_CHARS, 65)
+    local = text[start:m.start()]
+    if not local or len(local) > 64 or not local[0].isalnum():
+        return None
+    if local.lower() == "git" or m.group(0).rsplit(".", 1)[1].lower() in _FILE_SUFFIXES:
         return None  # git@github.com:org/repo, icon@2x.png
-    return placeholder("email")
+    if text.endswith("://", 0, start):
+        return None  # https://user@host: URL user info, not a mailbox
+    return start, m.end()
 
 
 _DOC_NETS = tuple(ipaddress.ip_network(n) for n in
-                  ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32", "127.0.0.0/8"))
-_VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|rev|v|==|>=|<=|~=|!=|\^|~)[ \t]*[:=]?[ \t]*$")
+                  ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+_VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|rev|v|==|>=|<=|~=|!=|\^|~)[ \t]*[:=]?[ \t]*\Z")
 
 
-def _ip(m: re.Match) -> str | None:
-    candidate = m.group(0)
+def _kept_address(address) -> bool:
+    """Loopback, unspecified and documentation addresses identify no one."""
+    return address.is_loopback or address.is_unspecified or any(
+        address in net for net in _DOC_NETS if net.version == address.version)
+
+
+def _walk_back(text: str, end: int, chars, limit: int) -> int:
+    start = end
+    while start > end - limit and start > 0 and text[start - 1] in chars:
+        start -= 1
+    return start
+
+
+_DIGITS = "0123456789"
+_HEXCHARS = "0123456789abcdefABCDEF"
+
+
+def _ipv4(m: re.Match) -> tuple[int, int] | None:
+    # The match starts at the first dot: the first octet comes before it.
+    text = m.string
+    start = _walk_back(text, m.start(), _DIGITS, 3)
+    if start == m.start() or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.")):
+        return None
     try:
-        address = ipaddress.ip_address(candidate.split("%", 1)[0])
+        address = ipaddress.IPv4Address(text[start:m.end()])
     except ValueError:
         return None
-    if address.is_loopback or address.is_unspecified or any(address in net for net in _DOC_NETS
-                                                             if net.version == address.version):
+    if _kept_address(address) or text.startswith("255.", start):
         return None
-    if address.version == 4:
-        if candidate.startswith("255.") or _VERSION_CONTEXT.search(m.string, max(0, m.start() - 24), m.start()):
-            return None
-    else:
-        groups = [g for g in candidate.split(":") if g]
-        if len(groups) < 2 or max(len(g) for g in groups) < 3 or not any(c.isdigit() for c in candidate):
-            return None  # a[1::2], dead::beef, std::map
-    return placeholder("ip")
+    if _VERSION_CONTEXT.search(text, max(0, start - 24), start):
+        return None
+    return start, m.end()
 
 
-def _phone(m: re.Match) -> str | None:
-    digits = sum(c.isdigit() for c in m.group(0))
-    return placeholder("phone") if 8 <= digits <= 15 else None
+def _ipv6(m: re.Match) -> tuple[int, int] | None:
+    # The match is a run of hex digits and colons starting at a colon: the first group comes before it.
+    text = m.string
+    start = _walk_back(text, m.start(), _HEXCHARS, 4)
+    if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_:."):
+        return None
+    if m.end() < len(text) and (text[m.end()].isalnum() or text[m.end()] in "_:"):
+        return None
+    candidate = text[start:m.end()]
+    try:
+        address = ipaddress.IPv6Address(candidate.split("%", 1)[0])
+    except ValueError:
+        return None
+    groups = [g for g in candidate.split("%", 1)[0].split(":") if g]
+    if len(groups) < 2 or max(len(g) for g in groups) < 3 or not _has_digit(candidate):
+        return None  # a[100::2], dead::beef
+    return None if _kept_address(address) else (start, m.end())
+
+
+def _phone_digits(m: re.Match) -> tuple[int, int] | None:
+    return m.span() if 8 <= sum(c.isdigit() for c in m.group(0)) <= 15 else None
+
+
+def _north_american(m: re.Match) -> tuple[int, int] | None:
+    text, start = m.string, m.start()
+    if start >= 2 and text[start - 1] in " .-" and text[start - 2] == "1" and (start < 3 or not text[start - 3].isalnum()):
+        start -= 2  # 1-800-555-0100
+    elif start > 0 and text[start - 1] in ".-" and start > 1 and text[start - 2].isdigit():
+        return None  # part of a longer dotted or dashed number
+    return start, m.end()
 
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_HEX = "[0-9A-Fa-f]"
+_PHONE_END = r"(?![\w]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
-    Rule("email",
-         re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,63}@[A-Za-z0-9][A-Za-z0-9-]{0,62}"
-                    r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"),
-         _email),
-    Rule("home_path",
-         re.compile(r"(?<![\w.~-])(?:/home/|/Users/|[A-Za-z]:(?:\\{1,2}|/)Users(?:\\{1,2}|/))"
-                    r"(?P<user>(?!(?:Shared|Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"),
-         lambda m: None if m.group("user") in (".", "..") else
-         m.group(0)[: m.start("user") - m.start()] + USER_PLACEHOLDER),
-    Rule("ip", re.compile(rf"(?<![\w.]){_OCTET}(?:\.{_OCTET}){{3}}(?![\w]|\.[0-9])"), _ip),
-    Rule("ip", re.compile(rf"(?<![\w:.])(?:{_HEX}{{0,4}}:){{2,7}}{_HEX}{{0,4}}(?:%[A-Za-z0-9]{{1,15}})?(?![\w:])"), _ip),
-    Rule("phone",
-         re.compile(r"(?<![\w+])\+[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\))?(?:[ .-][0-9]{1,8}){1,5}(?![\w]|[.-][0-9])"),
-         _phone),
-    Rule("phone", re.compile(r"(?<![\w+])\+[0-9]{8,15}(?![\w]|[.-][0-9])"), _phone),
-    Rule("phone",
-         re.compile(r"(?<![\w+.-])(?:1[ .-])?(?:\([0-9]{3}\)[ ]?|[0-9]{3}[.-])[0-9]{3}[.-][0-9]{4}(?![\w]|[.-][0-9])"),
-         _phone),
+    Rule("email", _finder(re.compile(
+        r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+        r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"), _email), gate=("@",)),
+    Rule("home_path", _finder(re.compile(
+        r"/(?<![\w.~-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+        r"(?![A-Za-z0-9._-])"), _group("user", lambda m: m.group("user") not in (".", ".."))),
+        gate=("/home/", "/users/")),
+    Rule("home_path", _finder(re.compile(
+        r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
+        r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"),
+        _group("user", lambda m: m.group("user") not in (".", ".."))), gate=("users",)),
+    Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w]|\.[0-9])"), _ipv4)),
+    Rule("ip", _finder(re.compile(r":[0-9A-Fa-f:]{1,40}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
+    Rule("phone", _finder(re.compile(
+        r"\+(?<![\w+]\+)[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\))?(?:[ .-][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
+    Rule("phone", _finder(re.compile(r"\+(?<![\w+]\+)[0-9]{8,15}" + _PHONE_END), _phone_digits)),
+    Rule("phone", _finder(re.compile(r"\((?<![\w+.-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END),
+                          _phone_digits)),
+    Rule("phone", _finder(re.compile(r"[0-9](?<![\w+.].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END),
+                          _north_american)),
 )
 
 RULES: tuple[Rule, ...] = SECRET_RULES + (ENV_RULE,) + PII_RULES
+LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS)
 
 
 # --- public API ----------------------------------------------------------------------------------------
 
-def _apply(text: str, rules: tuple[Rule, ...], with_private_keys: bool) -> Scrubbed:
+def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     removed: dict[str, int] = {}
-    if with_private_keys and "-----BEGIN" in text:
-        text, found = _scrub_private_keys(text)
-        if found:
-            removed["private_key"] = found
+    lower = text.lower()
     for rule in rules:
-        hits = 0
-
-        def substitute(m: re.Match, rule: Rule = rule) -> str:
-            nonlocal hits
-            replacement = rule.replace(m)
-            if replacement is None:
-                return m.group(0)
+        if rule.gate and not any(g in lower for g in rule.gate):
+            continue
+        pieces, last, hits = [], 0, 0
+        for start, end in rule.find(text):
+            if start < last:
+                continue
+            pieces += (text[last:start], placeholder(rule.kind))
+            last = end
             hits += 1
-            return replacement
-
-        text = rule.pattern.sub(substitute, text)
         if hits:
+            pieces.append(text[last:])
+            text = "".join(pieces)
             removed[rule.kind] = removed.get(rule.kind, 0) + hits
     return Scrubbed(text, removed)
 
 
 def scrub(text: str) -> Scrubbed:
     """The text with every secret and PII match replaced by a typed placeholder, and counts per kind."""
-    if not text:
-        return Scrubbed(text or "", {})
-    return _apply(text, RULES, with_private_keys=True)
+    return _apply(text, RULES) if text else Scrubbed(text or "", {})
 
 
 def find_leaks(text: str) -> dict[str, int]:
     """Secrets of a known format still present in ``text`` (what the audit stage fails on)."""
-    if not text:
-        return {}
-    rules = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS)
-    return _apply(text, rules, with_private_keys=True).removed
+    return _apply(text, LEAK_RULES).removed if text else {}
 
 
 def merge_counts(*counts: dict[str, int] | None) -> dict[str, int]:
