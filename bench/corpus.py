@@ -99,7 +99,7 @@ def telegram_bot_token(rng):
 
 def jwt(rng):
     header = {"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"}
-    payload = {"sub": str(rng.randint(1, 10**9)), "iat": rng.randint(1.6e9, 1.8e9), "role": rng.choice(["admin", "user"])}
+    payload = {"sub": str(rng.randint(1, 10**9)), "iat": rng.randint(1_600_000_000, 1_800_000_000), "role": rng.choice(["admin", "user"])}
     return ".".join([_b64url(json.dumps(header).encode()), _b64url(json.dumps(payload).encode()),
                      _b64url(rng.randbytes(32))])
 

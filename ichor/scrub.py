@@ -143,7 +143,7 @@ def _find_private_keys(text: str) -> Iterator[tuple[int, int]]:
 
 
 _AWS_CONTEXT = re.compile(r"aws|secret|akia")  # searched in the lower-cased text
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
 _AWS_WINDOW = 100
 _B64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
 
@@ -179,13 +179,13 @@ def _bearer_token(m: re.Match) -> bool:
 
 
 _TEMPLATE_VALUES = {"none", "null", "nil", "true", "false", "undefined", "str", "string", "int", "bytes", "optional",
-                    "secretstr", "required", "..."}
+                    "secretstr", "secretbytes", "required", "..."}
 
 
 def _not_template(value: str) -> bool:
     low = value.lower()
     return not (
-        value[0] in "$%<{[*#"
+        value[0] in "$%<{[(*#"
         or low in _TEMPLATE_VALUES
         or len(set(value)) == 1
         or low.startswith(("your", "process.env", "os.environ", "os.getenv", "getenv", "env("))
@@ -249,15 +249,14 @@ _STRONG_NAME = re.compile(
     r"refresh_?token|bot_?token|password|passwd|pwd|passphrase|private_?key|access_?key|secret_?access_?key|"
     r"credentials?)"
 )
-_UPPER_KEY_NAME = re.compile(r"[A-Z][A-Z0-9_]*_KEY")
-_LOWER_KEY_NAME = re.compile(r"(?i)\w*_key")
+_KEY_NAME = re.compile(r"(?i)\w*_key")
 _EXPRESSION = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z_][\w.]*[(\[]")
 _NAME_GATE = ("key", "secret", "token", "pass", "pwd", "credential")
 _NAME_GATE_RE = re.compile("|".join(_NAME_GATE))
 
 # The operator and the value; the name before it is found by _NAME_BEFORE, so the scan starts at [:=].
 _ASSIGNMENT = re.compile(
-    r"[:=]=?[ \t]*(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
+    r"(?:[:=](?!=)|:=)[ \t]*(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.-])")
@@ -278,21 +277,30 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
                 yield span
 
 
+def _looks_generated(value: str) -> bool:
+    """A digit or a symbol: unlike an ordinary word or a type name."""
+    return len(value) >= 6 and (_has_digit(value) or any(c in "!@#$%^&*_-+=/~" for c in value))
+
+
 def _assignment_value(m: re.Match, name: str) -> tuple[int, int] | None:
     """The span of the value when ``name = value`` assigns a secret, else None."""
     group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
     value = m.group(group)
     if not _not_template(value):
         return None
-    strong = _STRONG_NAME.fullmatch(name) is not None or _UPPER_KEY_NAME.fullmatch(name) is not None
-    if not strong:
-        weak_ok = _LOWER_KEY_NAME.fullmatch(name) and len(value) >= 16 and _has_digit_and_letter(value)
-        return m.span(group) if weak_ok and " " not in value else None
     if group == "bare":
-        if _EXPRESSION.match(value):
+        value = value.rstrip(")]},:")  # a call's or literal's closing bracket: password=None)
+        if not value or not _not_template(value) or _EXPRESSION.match(value):
             return None  # code: tokenizer.eos_token, os.environ[...], get_token()
-        if name.islower() and re.fullmatch(r"[a-z_]+", value):
-            return None  # code: token = response
+    if _STRONG_NAME.fullmatch(name) is None:
+        # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
+        weak_ok = _KEY_NAME.fullmatch(name) and len(value) >= 8 and _has_digit_and_letter(value)
+        return m.span(group) if weak_ok and " " not in value else None
+    if group == "bare" and m.group(0)[:2] != ":=" and m.group(0)[0] == ":" and not _looks_generated(value):
+        return None  # prose and annotations: "Token: the issue is", "private_key: PrivateKeyTypes"
+    if group == "bare":
+        if name.islower() and re.fullmatch(r"[A-Za-z_]+", value):
+            return None  # code: token = response, token = Operator
         if value.isdigit() and "pass" not in name.lower() and "pwd" not in name.lower():
             return None  # MAX_TOKEN=4096
     return m.span(group)
@@ -356,8 +364,11 @@ def _ipv4(m: re.Match) -> tuple[int, int] | None:
         address = ipaddress.IPv4Address(text[start:m.end()])
     except ValueError:
         return None
-    if _kept_address(address) or text.startswith("255.", start):
-        return None
+    octets = text[start:m.end()].split(".")
+    if _kept_address(address) or address.is_link_local or octets[0] == "255" or octets[3] == "0":
+        return None  # netmasks, network addresses, 169.254.169.254 (cloud metadata)
+    if max(len(o) for o in octets) == 1:
+        return None  # version-shaped: 1.2.3.4
     if _VERSION_CONTEXT.search(text, max(0, start - 24), start):
         return None
     return start, m.end()
@@ -369,8 +380,8 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
     start = _walk_back(text, m.start(), _HEXCHARS, 4)
     if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_:."):
         return None
-    if m.end() < len(text) and (text[m.end()].isalnum() or text[m.end()] in "_:"):
-        return None
+    if m.end() < len(text) and (text[m.end()].isalnum() or text[m.end()] in "_:."):
+        return None  # longer than an address, or ::ffff:1.2.3.4 (its IPv4 part is judged by the IPv4 rule)
     candidate = text[start:m.end()]
     try:
         address = ipaddress.IPv6Address(candidate.split("%", 1)[0])
@@ -380,6 +391,15 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
     if len(groups) < 2 or max(len(g) for g in groups) < 3 or not _has_digit(candidate):
         return None  # a[100::2], dead::beef
     return None if _kept_address(address) else (start, m.end())
+
+
+# Stock account names, not a person's: /home/user in docs, /home/ubuntu on a cloud image.
+_GENERIC_USERS = {".", "..", "user", "username", "you", "me", "name", "example", "runner", "ubuntu", "ec2-user",
+                  "vagrant", "node", "app", "root", "admin", "guest", "linuxbrew", "x"}
+
+
+def _personal_user(m: re.Match) -> bool:
+    return m.group("user").lower() not in _GENERIC_USERS
 
 
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
@@ -404,16 +424,16 @@ PII_RULES: tuple[Rule, ...] = (
         r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"), _email), gate=("@",)),
     Rule("home_path", _finder(re.compile(
         r"/(?<![\w.~-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
-        r"(?![A-Za-z0-9._-])"), _group("user", lambda m: m.group("user") not in (".", ".."))),
+        r"(?![A-Za-z0-9._-])"), _group("user", _personal_user)),
         gate=("/home/", "/users/")),
     Rule("home_path", _finder(re.compile(
         r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
         r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"),
-        _group("user", lambda m: m.group("user") not in (".", ".."))), gate=("users",)),
+        _group("user", _personal_user)), gate=("users",)),
     Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w]|\.[0-9])"), _ipv4)),
     Rule("ip", _finder(re.compile(r":[0-9A-Fa-f:]{1,40}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
     Rule("phone", _finder(re.compile(
-        r"\+(?<![\w+]\+)[0-9]{1,3}(?:[ .-]?\([0-9]{1,4}\))?(?:[ .-][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
+        r"\+(?<![\w+]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
     Rule("phone", _finder(re.compile(r"\+(?<![\w+]\+)[0-9]{8,15}" + _PHONE_END), _phone_digits)),
     Rule("phone", _finder(re.compile(r"\((?<![\w+.-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END),
                           _phone_digits)),

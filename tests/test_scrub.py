@@ -1,0 +1,321 @@
+"""The scrubber: every kind it removes, the near-misses it must leave alone, and its bounds.
+
+Fake secrets are assembled from pieces at run time (see bench/corpus.py), so no secret-shaped literal is committed.
+"""
+
+import dataclasses
+import random
+import time
+
+import pytest
+
+from bench import corpus
+from ichor.scrub import KINDS, SECRET_KINDS, Scrubbed, describe, find_leaks, merge_counts, scrub, scrub_messages
+
+
+def rand(alphabet, n, seed=0):
+    rng = random.Random(seed)
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def mixed(n, alphabet=corpus.ALNUM, seed=0):
+    return corpus._mixed(random.Random(seed), alphabet, n)
+
+
+# --- every kind, from the corpus factories in their chat contexts --------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_kind_is_removed_in_context(kind):
+    rng = random.Random(kind)
+    for _ in range(40):
+        chunk, secret = corpus.embed(kind, rng)
+        result = scrub(chunk)
+        assert secret not in result.text, (kind, chunk, result.text)
+        assert result.removed.get(kind, 0) >= 1, (kind, chunk, result)
+
+
+def test_corpus_recall_is_at_least_098_per_kind():
+    text, found = corpus.generate(seed=7, size=200_000)
+    out = scrub(text).text
+    for kind in KINDS:
+        items = [secret for k, secret in found if k == kind]
+        assert len(items) >= 20
+        recall = sum(secret not in out for secret in items) / len(items)
+        assert recall >= 0.98, (kind, recall)
+
+
+# --- exact outputs: only the secret part goes, the shape stays -----------------------------------------
+
+AKIA = "AKIA" + "IOSFODNN7" + "EXAMPLE"
+OPENAI_LEGACY = "sk" + "-" + mixed(20, seed=1) + "T3Blbk" + "FJ" + mixed(20, seed=2)
+OPENAI_PROJ = "sk" + "-proj-" + mixed(120, corpus.URLSAFE, seed=3)
+OPENAI_SVC = "sk" + "-svcacct-" + mixed(60, corpus.URLSAFE, seed=4)
+ANTHROPIC = "sk" + "-ant-api03-" + mixed(93, corpus.URLSAFE, seed=5) + "AA"
+HF = "hf" + "_" + mixed(34, corpus.ALNUM, seed=6)
+GOOGLE = "AI" + "za" + mixed(35, corpus.URLSAFE, seed=7)
+TELEGRAM = "123456789" + ":" + "AA" + mixed(33, corpus.URLSAFE, seed=8)
+AWS_SECRET = mixed(40, corpus.B64, seed=9)
+PASSWORD = "Tr0ub4dor" + "-and-3"
+
+
+@pytest.mark.parametrize(
+    "text, expected, kind",
+    [
+        (f"key {OPENAI_LEGACY} fails", "key [REDACTED:openai_key] fails", "openai_key"),
+        (f"key {OPENAI_PROJ}", "key [REDACTED:openai_key]", "openai_key"),
+        (f"key {OPENAI_SVC}", "key [REDACTED:openai_key]", "openai_key"),
+        (f"key {ANTHROPIC}.", "key [REDACTED:anthropic_key].", "anthropic_key"),
+        (f"token {HF}", "token [REDACTED:hf_token]", "hf_token"),
+        *[(f"{p}_{mixed(36, seed=i)} ok", "[REDACTED:github_token] ok", "github_token")
+          for i, p in enumerate(["ghp", "gho", "ghu", "ghs", "ghr"])],
+        ("github" + "_pat_" + mixed(22) + "_" + mixed(59, seed=1), "[REDACTED:github_token]", "github_token"),
+        (f"aws_access_key_id = {AKIA}", "aws_access_key_id = [REDACTED:aws_access_key]", "aws_access_key"),
+        ("ASIA" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), "[REDACTED:aws_access_key]", "aws_access_key"),
+        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws_secret_key]",
+         "aws_secret_key"),
+        ("xo" + "xb-" + rand("0123456789", 12) + "-" + rand("0123456789", 13) + "-" + mixed(24),
+         "[REDACTED:slack_token]", "slack_token"),
+        ("xa" + "pp-1-A0" + rand(corpus.UPPER_ALNUM, 9) + "-" + rand("0123456789", 13) + "-" + rand("abcdef0123", 64),
+         "[REDACTED:slack_token]", "slack_token"),
+        ("https://hooks.slack.com/services/" + "T" + rand(corpus.UPPER_ALNUM, 10) + "/B" + rand(corpus.UPPER_ALNUM, 10)
+         + "/" + mixed(24), "https://hooks.slack.com/services/[REDACTED:slack_token]", "slack_token"),
+        *[(f"stripe {p}_{mixed(24, seed=i)}", "stripe [REDACTED:stripe_key]", "stripe_key")
+          for i, p in enumerate(["sk_live", "sk_test", "rk_live", "pk_live"])],
+        (f"key={GOOGLE}&q=1", "key=[REDACTED:google_api_key]&q=1", "google_api_key"),
+        (f"https://api.telegram.org/bot{TELEGRAM}/getMe", "https://api.telegram.org/bot[REDACTED:telegram_bot_token]/getMe",
+         "telegram_bot_token"),
+        (f"token {corpus.jwt(random.Random(1))} expired", "token [REDACTED:jwt] expired", "jwt"),
+        ("Authorization: Bearer " + mixed(32, corpus.ALNUM + "._-"), "Authorization: Bearer [REDACTED:bearer]", "bearer"),
+        (f"postgres://app:{PASSWORD}@db.internal:5432/app", "postgres://app:[REDACTED:url_password]@db.internal:5432/app",
+         "url_password"),
+        (f"http://admin:{PASSWORD}@localhost:8080/", "http://admin:[REDACTED:url_password]@localhost:8080/", "url_password"),
+        (f"DB_PASSWORD={PASSWORD}", "DB_PASSWORD=[REDACTED:env_secret]", "env_secret"),
+        (f'export SESSION_SECRET="{PASSWORD}"', 'export SESSION_SECRET="[REDACTED:env_secret]"', "env_secret"),
+        (f"MY_SERVICE_TOKEN='{PASSWORD}'", "MY_SERVICE_TOKEN='[REDACTED:env_secret]'", "env_secret"),
+        (f"STRIPE_KEY={PASSWORD}", "STRIPE_KEY=[REDACTED:env_secret]", "env_secret"),
+        (f"password: {PASSWORD}", "password: [REDACTED:env_secret]", "env_secret"),
+        (f'{{"client_secret": "{PASSWORD}"}}', '{"client_secret": "[REDACTED:env_secret]"}', "env_secret"),
+        (f"smtp_password = '{PASSWORD}'", "smtp_password = '[REDACTED:env_secret]'", "env_secret"),
+        ("write to ada.lovelace42@mail.northwind.de today", "write to [EMAIL] today", "email"),
+        ("ssh deploy@10.20.30.40", "ssh deploy@[IP]", "ip"),
+        ("from 81.2.69.142:53", "from [IP]:53", "ip"),
+        ("peer 2a03:2880:f12f:83:face:b00c::25de up", "peer [IP] up", "ip"),
+        ("link fe80::1ff:fe23:4567:890a%eth0", "link [IP]", "ip"),
+        ("call +1 415 555 0100 now", "call [PHONE] now", "phone"),
+        ("call (415) 555-0100 now", "call [PHONE] now", "phone"),
+        ("call +44 20 7946 0958", "call [PHONE]", "phone"),
+        ("call +49 30 1234567", "call [PHONE]", "phone"),
+        ("call +14155550100", "call [PHONE]", "phone"),
+        ("call 415-555-0100", "call [PHONE]", "phone"),
+        ("call 1-800-555-0100", "call [PHONE]", "phone"),
+        ('File "/home/alice/app/main.py"', 'File "/home/[USER]/app/main.py"', "home_path"),
+        ("cd /Users/bob.smith/code", "cd /Users/[USER]/code", "home_path"),
+        ("C:\\Users\\carol\\AppData", "C:\\Users\\[USER]\\AppData", "home_path"),
+        ('{"path": "C:\\\\Users\\\\carol\\\\x"}', '{"path": "C:\\\\Users\\\\[USER]\\\\x"}', "home_path"),
+        ("C:/Users/dmitri/x", "C:/Users/[USER]/x", "home_path"),
+    ],
+)
+def test_exact_replacement(text, expected, kind):
+    result = scrub(text)
+    assert result.text == expected
+    assert result.removed == {kind: 1}
+
+
+def test_private_key_block_goes_whole():
+    key = corpus.private_key(random.Random(3))
+    text = f"my key:\n{key}\nthanks"
+    result = scrub(text)
+    assert result.text == "my key:\n[REDACTED:private_key]\nthanks"
+    assert result.removed == {"private_key": 1}
+
+
+def test_truncated_private_key_loses_its_body():
+    key = corpus.private_key(random.Random(4))
+    truncated = key.rsplit("\n", 2)[0]  # no END line
+    result = scrub(f"pasted:\n{truncated}\n\nwhat is wrong?")
+    assert result.text == "pasted:\n[REDACTED:private_key]\n\nwhat is wrong?"
+
+
+def test_a_key_inside_an_assignment_is_typed_by_its_format():
+    result = scrub(f"export OPENAI_API_KEY={OPENAI_PROJ}")
+    assert result.text == "export OPENAI_API_KEY=[REDACTED:openai_key]"
+    assert result.removed == {"openai_key": 1}
+
+
+def test_counts_add_up():
+    text = f"{AKIA} {AKIA} a@b.io c@d.io e@f.io /home/alice/x /home/bob/y"
+    assert scrub(text).removed == {"aws_access_key": 2, "email": 3, "home_path": 2}
+
+
+# --- near-misses ----------------------------------------------------------------------------------------
+
+NEAR_MISSES = [
+    "pip install numpy==1.26.4", "version 1.2.3.4", "v2.14.0", "release 10.0.19045.1", "Python 3.11.9",
+    "commit 3f2c1a9", "git checkout 3f2c1a9e0b7d", "fixed in " + rand("0123456789abcdef", 40),
+    "sha256:" + rand("0123456789abcdef", 64), rand("0123456789abcdef", 64) + "  model.safetensors",
+    "request id 123e4567-e89b-42d3-a456-426614174000",
+    "see the task-list", "a risk-free refactor", "my desk-lamp", "the sk-learn-compatible-estimator-wrapper",
+    "https://example.com/docs/getting-started", "http://www.example.com/a?b=c", "https://user@example.com/repo.git",
+    "http://localhost:8080/api", "postgres://localhost:5432/app", "redis://127.0.0.1:6379/0",
+    "/usr/local/bin/python3", "/home", "ls /home/", "~/projects/ichor", "/var/log/syslog", "/Users/Shared/x",
+    "color: #ff00aa; background: #abc;", "getUserAccountSettingsForTenantById", "hf_hub_download",
+    "max_tokens=512", "pad_token = tokenizer.eos_token", 'api_key = os.environ["OPENAI_API_KEY"]',
+    "export OPENAI_API_KEY=$OPENAI_API_KEY", "AUTH_TOKEN=${AUTH_TOKEN}", "token = response", 'eos_token="</s>"',
+    "password: ********", "sort_key = name", "MAX_TOKEN=4096", "api_key: str = None",
+    "the bearer of bad news", "Bearer authentication", "dGhpcyBpcyBhIHRlc3Q=",
+    "on 2024-01-15", "at 12:30:45", "in 1999", "order #12345678", "ticket 9876543210", "pi is 3.14159",
+    "1,234,567", "127.0.0.1", "0.0.0.0:8000", "192.0.2.1", "198.51.100.7", "203.0.113.9", "::1", "2001:db8::1",
+    "netmask 255.255.255.0", "upgrade to 4.2.1.0", "metadata at 169.254.169.254", "::ffff:127.0.0.1",
+    "include_password=True):", "token = Operator", 'exp_key = np.array([0, 0, 1, 1])', "cost_per_token = (a * b)",
+    "if token == Punctuation:", "private_key: PrivateKeyTypes,", "Token: the issue is the retry", "x = a[1::2]", "std::vector<int> v;", "git@github.com:acme/ichor.git", "icon@2x.png",
+    "npm i @types/node react@18.2.0", "@@ -12,7 +12,8 @@", "MAC 00:1A:2B:3C:4D:5E", "1.2.3", "+1 vote", "x + 12",
+    "AKIA is the access key prefix", "the sk_test_mode flag", "TELEGRAM_BOT_TOKEN=",
+]
+
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_near_miss_is_untouched(text):
+    assert scrub(text) == Scrubbed(text, {})
+
+
+def test_generated_near_misses_are_at_least_95_percent_untouched():
+    rng = random.Random(11)
+    samples = [corpus.near_miss(rng, category) for category in sorted(corpus.NEAR_MISS_FACTORIES) for _ in range(40)]
+    untouched = sum(scrub(s).text == s for s in samples) / len(samples)
+    assert untouched >= 0.95, untouched
+
+
+# --- placeholders, idempotence, structure ---------------------------------------------------------------
+
+def test_scrubbing_is_idempotent_on_the_corpus():
+    text, _ = corpus.generate(seed=5, size=60_000)
+    once = scrub(text)
+    twice = scrub(once.text)
+    assert once.removed
+    assert twice.text == once.text
+    assert twice.removed == {}
+
+
+def test_placeholders_are_stable_and_typed():
+    text = f"{AKIA} a@b.io 10.1.2.3 +1 415 555 0100 /home/alice"
+    assert scrub(text).text == "[REDACTED:aws_access_key] [EMAIL] [IP] [PHONE] /home/[USER]"
+    assert scrub(text) == scrub(text)
+
+
+def test_empty_text():
+    assert scrub("") == Scrubbed("", {})
+    assert find_leaks("") == {}
+
+
+def test_scrubbed_is_frozen():
+    result = scrub("a@b.io")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.text = "x"
+
+
+def test_scrub_messages_walks_every_string_leaf():
+    messages = {
+        "messages": [
+            {"role": "user", "content": f"my key is {AKIA}"},
+            {"role": "assistant", "content": ["see /home/alice/x", {"nested": "mail a@b.io", "n": 3}]},
+        ],
+        "OPENAI_API_KEY": None,
+        f"{AKIA}": "keys stay as they are",
+        "tuple": ("x", "c@d.io"),
+    }
+    original = repr(messages)
+    scrubbed, removed = scrub_messages(messages)
+    assert scrubbed["messages"][0]["content"] == "my key is [REDACTED:aws_access_key]"
+    assert scrubbed["messages"][1]["content"][0] == "see /home/[USER]/x"
+    assert scrubbed["messages"][1]["content"][1] == {"nested": "mail [EMAIL]", "n": 3}
+    assert scrubbed[AKIA] == "keys stay as they are"
+    assert scrubbed["OPENAI_API_KEY"] is None
+    assert scrubbed["tuple"] == ["x", "[EMAIL]"]
+    assert removed == {"aws_access_key": 1, "home_path": 1, "email": 2}
+    assert repr(messages) == original  # the input is not modified
+
+
+def test_scrub_messages_on_a_bare_string_and_non_strings():
+    assert scrub_messages("a@b.io") == ("[EMAIL]", {"email": 1})
+    assert scrub_messages(42) == (42, {})
+    assert scrub_messages([]) == ([], {})
+
+
+def test_merge_counts():
+    assert merge_counts({"email": 1}, None, {"email": 2, "jwt": 1}, {}, {"ip": 0}) == {"email": 3, "jwt": 1}
+    assert merge_counts() == {}
+
+
+@pytest.mark.parametrize(
+    "removed, expected",
+    [
+        ({}, "nothing"),
+        (None, "nothing"),
+        ({"email": 0}, "nothing"),
+        ({"home_path": 2, "openai_key": 1}, "2 paths · 1 secret"),
+        ({"email": 1, "jwt": 1, "bearer": 1, "env_secret": 1}, "1 email · 3 secrets"),
+        ({"ip": 1, "phone": 2, "home_path": 1}, "1 IP · 2 phones · 1 path"),
+        ({"ip": 3, "email": 2, "private_key": 1}, "2 emails · 3 IPs · 1 secret"),
+    ],
+)
+def test_describe(removed, expected):
+    assert describe(removed) == expected
+
+
+def test_kind_lists():
+    assert set(SECRET_KINDS) < set(KINDS)
+    assert {"email", "ip", "phone", "home_path"} == set(KINDS) - set(SECRET_KINDS)
+    assert set(corpus.FACTORIES) == set(KINDS)
+
+
+# --- find_leaks: what the audit stage fails on ---------------------------------------------------------
+
+def test_find_leaks_reports_raw_secrets_of_known_formats():
+    text = f"{AKIA}\n{OPENAI_PROJ}\n{corpus.private_key(random.Random(2))}\npostgres://u:{PASSWORD}@db/x"
+    assert find_leaks(text) == {"aws_access_key": 1, "openai_key": 1, "private_key": 1, "url_password": 1}
+
+
+def test_find_leaks_is_empty_after_scrubbing_and_ignores_pii():
+    text, _ = corpus.generate(seed=9, size=40_000)
+    assert find_leaks(text)
+    assert find_leaks(scrub(text).text) == {}
+    assert find_leaks("mail a@b.io from 10.1.2.3, DB_PASSWORD=hunter22") == {}
+
+
+# --- bounded time on hostile text ----------------------------------------------------------------------
+
+N = 50_000
+HOSTILE = {
+    "letters": "a" * N,
+    "sk-": "sk-" * (N // 3),
+    "at": "@" * N,
+    "1.": "1." * (N // 2),
+    "begin": "-----BEGIN RSA PRIVATE KEY-----\n" * (N // 32),
+    "begin-body": "-----BEGIN PRIVATE KEY-----" + "\nAAAAAAAAAAAAAAAA" * (N // 17),
+    "a@": "a@" * (N // 2),
+    "colons": ":" * N,
+    "hex-colons": "abcd:" * (N // 5),
+    "assignments": 'API_KEY="' * (N // 9),
+    "password-colon": "password: " * (N // 10),
+    "digits": "1" * N,
+    "plus-one": "+1 " * (N // 3),
+    "urls": "a://b:c@" * (N // 8),
+    "url-no-at": "x://u:" + "p" * N,
+    "bearer": "Bearer " + "a" * N,
+    "eyJ": "eyJaaaaa." * (N // 9),
+    "aws": "aws " * (N // 4),
+    "akia": "AKIA" * (N // 4),
+    "home": "/home/" * (N // 6),
+    "windows": "C:\\Users\\" * (N // 9),
+    "mixed": "sk-proj- ghp_ a@b. 1.2.3. +1 (555) ::1 /home/ KEY= Bearer eyJ. " * (N // 60),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_text_scrubs_in_bounded_time(name):
+    text = HOSTILE[name]
+    start = time.perf_counter()
+    result = scrub(text)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 0.5, (name, elapsed)
+    assert isinstance(result.text, str)
