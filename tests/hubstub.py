@@ -104,6 +104,7 @@ class Hub:
         self.release = threading.Event()
         self.down = False
         self.requests: list[tuple[str, str, bool]] = []
+        self.resent: list[str] = []  # paths a client offered again though the revision already held them
 
     # ---- helpers the tests use -------------------------------------------------------------
 
@@ -390,6 +391,7 @@ class Handler(BaseHTTPRequestHandler):
             oid = None
             if remote and remote["lfs"] == lfs:
                 oid = remote["sha256"] if lfs else git_sha1(self.hub.blob_path(remote["sha256"]).read_bytes())
+                self.hub.resent.append(f["path"])
             out.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
                         "oid": oid})
         self._send(200, {"files": out, "commitOid": repo.branches.get(rev)})
