@@ -254,3 +254,13 @@ def test_cli_prints_one_error_line_and_exits_2(env, tmp_path):
     assert result.stderr.startswith("ichor: no Hugging Face token: export HF_TOKEN=")
     with Store.open(home) as store:
         assert store.counts()["shared"] == 1
+
+
+def test_a_pair_that_still_holds_a_secret_is_refused_and_nothing_is_uploaded(env, store):
+    clean = queue(store, 1)
+    leaky = queue(store, 1, start=1, accepted="use the token ghp_" + "a1B2" * 9)
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    assert str(err.value) == (f"pair {leaky[0].id} still holds 1 secret; nothing was uploaded "
+                              f"(discard it with `ichor discard {leaky[0].id}`)")
+    assert env.hub.repos == {} and store.get(clean[0].id).status == "shared"
