@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         return args.func(args) or 0
-    except CliError as exc:
+    except (CliError, UnicodeDecodeError, RecursionError) as exc:  # bad input bytes or absurd nesting
         print(f"ichor: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

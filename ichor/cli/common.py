@@ -21,7 +21,8 @@ def open_store(args) -> Store:
 
 
 def print_json(data) -> None:
-    print(json.dumps(data, ensure_ascii=False))
+    # A lone surrogate (from a "\ud800" escape in the input) can't be UTF-8; write it back as that escape.
+    print(json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def read_json_lines(stream=None, where: str = "stdin") -> Iterator[tuple[int, dict]]:

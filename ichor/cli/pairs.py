@@ -15,7 +15,7 @@ def _store(args):
     store = open_store(args)
     try:
         yield store
-    except (commands.CommandError, StoreError) as exc:
+    except (commands.CommandError, StoreError, OSError) as exc:
         raise CliError(str(exc)) from None
     finally:
         store.close()
