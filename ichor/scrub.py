@@ -95,7 +95,10 @@ def _group(group: str, test: Callable[[re.Match], bool] | None = None) -> Check:
 
 
 TOKEN_CHARS = "A-Za-z0-9_-"
-NOT_BEFORE_TOKEN = f"(?![{TOKEN_CHARS}])"
+# Boundary checks also treat the brackets of a placeholder as part of a word, so that a replacement never
+# turns its neighbour into a new match on the next pass (scrubbing stays idempotent).
+PH = r"\[\]"
+NOT_BEFORE_TOKEN = f"(?![{PH}{TOKEN_CHARS}])"
 
 
 def _after_boundary(literal: str, rest: str, before: str = TOKEN_CHARS) -> re.Pattern:
@@ -105,7 +108,7 @@ def _after_boundary(literal: str, rest: str, before: str = TOKEN_CHARS) -> re.Pa
     with a literal and the regex engine jumps between its occurrences instead of trying every position.
     """
     lit = re.escape(literal)
-    return re.compile(f"{lit}(?<![{before}]{lit}){rest}")
+    return re.compile(f"{lit}(?<![{PH}{before}]{lit}){rest}")
 
 
 def _has_digit_or_upper(s: str) -> bool:
@@ -143,7 +146,7 @@ def _find_private_keys(text: str) -> Iterator[tuple[int, int]]:
 
 
 _AWS_CONTEXT = re.compile(r"aws|secret|akia")  # searched in the lower-cased text
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])")
+_AWS_SECRET = re.compile(r"(?<![\[\]A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![\[\]A-Za-z0-9/+=])")
 _AWS_WINDOW = 100
 _B64_CHARS = frozenset(string.ascii_letters + string.digits + "+/=")
 
@@ -196,7 +199,7 @@ def _stripe_key(m: re.Match) -> tuple[int, int] | None:
     # The match starts at "k_": the key starts one character earlier, at s/r/p.
     start = m.start() - 1
     text = m.string
-    if start < 0 or text[start] not in "srp" or (start > 0 and re.match(f"[{TOKEN_CHARS}]", text[start - 1])):
+    if start < 0 or text[start] not in "srp" or (start > 0 and re.match(f"[{PH}{TOKEN_CHARS}]", text[start - 1])):
         return None
     return (start, m.end()) if _has_digit_or_upper(m.group("body")) else None
 
@@ -220,7 +223,7 @@ SECRET_RULES: tuple[Rule, ...] = (
                                  _whole(_has_digit_or_upper))),
     Rule("github_token", _finder(_after_boundary("github_pat_", r"[A-Za-z0-9_]{50,255}" + NOT_BEFORE_TOKEN),
                                  _whole(_has_digit_or_upper))),
-    Rule("aws_access_key", _finder(_after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+    Rule("aws_access_key", _finder(_after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![\[\]A-Za-z0-9])",
                                                    before="A-Za-z0-9"), _whole())),
     Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
     Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
@@ -233,7 +236,7 @@ SECRET_RULES: tuple[Rule, ...] = (
     Rule("telegram_bot_token", _finder(re.compile(r":AA[A-Za-z0-9_-]{33}" + NOT_BEFORE_TOKEN), _telegram_token)),
     Rule("jwt", _finder(_after_boundary("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
                         _whole())),
-    *(Rule("bearer", _finder(re.compile(rf"{word}(?<!\w{word})[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"),
+    *(Rule("bearer", _finder(re.compile(rf"{word}(?<![\w{PH}]{word})[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"),
                              _group("token", _bearer_token))) for word in ("Bearer", "bearer", "BEARER")),
     Rule("url_password", _finder(
         re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
@@ -259,7 +262,7 @@ _ASSIGNMENT = re.compile(
     r"(?:[:=](?!=)|:=)[ \t]*(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
-_NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.-])")
+_NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.\[\]-])")
 
 
 def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
@@ -323,7 +326,7 @@ def _email(m: re.Match) -> tuple[int, int] | None:
     text = m.string
     start = _walk_back(text, m.start(), _LOCAL_CHARS, 65)
     local = text[start:m.start()]
-    if not local or len(local) > 64 or not local[0].isalnum():
+    if not local or len(local) > 64 or not local[0].isalnum() or (start > 0 and text[start - 1] in "[]"):
         return None
     if local.lower() == "git" or m.group(0).rsplit(".", 1)[1].lower() in _FILE_SUFFIXES:
         return None  # git@github.com:org/repo, icon@2x.png
@@ -358,7 +361,7 @@ def _ipv4(m: re.Match) -> tuple[int, int] | None:
     # The match starts at the first dot: the first octet comes before it.
     text = m.string
     start = _walk_back(text, m.start(), _DIGITS, 3)
-    if start == m.start() or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.")):
+    if start == m.start() or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.[]")):
         return None
     try:
         address = ipaddress.IPv4Address(text[start:m.end()])
@@ -416,28 +419,28 @@ def _north_american(m: re.Match) -> tuple[int, int] | None:
 
 
 _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_PHONE_END = r"(?![\w]|[.-][0-9])"
+_PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
     Rule("email", _finder(re.compile(
         r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
-        r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![A-Za-z0-9-])"), _email), gate=("@",)),
+        r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"), _email), gate=("@",)),
     Rule("home_path", _finder(re.compile(
-        r"/(?<![\w.~-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
-        r"(?![A-Za-z0-9._-])"), _group("user", _personal_user)),
+        r"/(?<![\w.~\[\]-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+        r"(?![\[\]A-Za-z0-9._-])"), _group("user", _personal_user)),
         gate=("/home/", "/users/")),
     Rule("home_path", _finder(re.compile(
         r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
         r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"),
         _group("user", _personal_user)), gate=("users",)),
-    Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w]|\.[0-9])"), _ipv4)),
-    Rule("ip", _finder(re.compile(r":[0-9A-Fa-f:]{1,40}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
+    Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w\[\]]|\.[0-9])"), _ipv4)),
+    Rule("ip", _finder(re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]{0,36}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
     Rule("phone", _finder(re.compile(
-        r"\+(?<![\w+]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
-    Rule("phone", _finder(re.compile(r"\+(?<![\w+]\+)[0-9]{8,15}" + _PHONE_END), _phone_digits)),
-    Rule("phone", _finder(re.compile(r"\((?<![\w+.-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END),
+        r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
+    Rule("phone", _finder(re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{8,15}" + _PHONE_END), _phone_digits)),
+    Rule("phone", _finder(re.compile(r"\((?<![\w+.\[\]-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END),
                           _phone_digits)),
-    Rule("phone", _finder(re.compile(r"[0-9](?<![\w+.].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END),
+    Rule("phone", _finder(re.compile(r"[0-9](?<![\w+.\[\]].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END),
                           _north_american)),
 )
 
@@ -467,9 +470,26 @@ def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     return Scrubbed(text, removed)
 
 
+MAX_PASSES = 4
+
+
 def scrub(text: str) -> Scrubbed:
-    """The text with every secret and PII match replaced by a typed placeholder, and counts per kind."""
-    return _apply(text, RULES) if text else Scrubbed(text or "", {})
+    """The text with every secret and PII match replaced by a typed placeholder, and counts per kind.
+
+    A replacement can change what its neighbours see (``/home/0/home/0``: the second path only starts a path
+    once the first user name is gone), so passes repeat until one removes nothing. That makes scrubbing
+    idempotent; text with nothing to remove costs a single pass.
+    """
+    if not text:
+        return Scrubbed(text or "", {})
+    result = _apply(text, RULES)
+    removed = result.removed
+    for _ in range(MAX_PASSES - 1):
+        if not result.removed:
+            break
+        result = _apply(result.text, RULES)
+        removed = merge_counts(removed, result.removed)
+    return Scrubbed(result.text, removed)
 
 
 def find_leaks(text: str) -> dict[str, int]:
