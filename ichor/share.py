@@ -201,9 +201,10 @@ class _Hub:
         response = self.call(get_session().get, url, headers=build_hf_headers(token=self.token))
         self.call(hf_raise_for_status, response)
         try:
-            return json.loads(response.content)
+            data = json.loads(response.content)
         except ValueError:
             return {}
+        return data if isinstance(data, dict) else {}
 
     def commit(self, repo_id: str, files: dict[str, bytes], message: str) -> str:
         from huggingface_hub import CommitOperationAdd

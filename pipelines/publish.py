@@ -30,7 +30,7 @@ OWNED_PATHS = ("README.md", "data/train.jsonl", "data/eval.jsonl")
 @dataclass
 class PublishConfig:
     push: bool = field(default=False, metadata={"help": "push to the Hub (hub.push); false writes the metric only"})
-    repo: str = field(default="ichor-dpo", metadata={"help": "dataset name, in the token owner's namespace, or NS/NAME"})
+    repo: str = field(default="ichor-dpo", metadata={"help": "dataset name (token owner's namespace) or NS/NAME"})
     visibility: str = field(default="private", metadata={"help": "private | public, for a new repository"})
     token_env: str = field(default="HF_TOKEN", metadata={"help": "environment variable holding the token"})
     endpoint: str = field(default="", metadata={"help": "Hub URL; empty = $HF_ENDPOINT or huggingface.co"})
@@ -262,7 +262,7 @@ def publish(config: PublishConfig) -> dict:
         result["note"] = f"{repo_id} already existed as {'private' if private else 'public'}; left as it was"
     existing = hub.tag_target(tag)
     if existing:
-        result.update(pushed=False, revision=existing, reason=f"{tag} is already on the Hub: same data, not pushed again")
+        result.update(pushed=False, revision=existing, reason=f"{tag} is already on the Hub: same data, not pushed")
     else:
         result["revision"] = hub.push(files, tag)
     write_json(config.metrics, result)

@@ -119,7 +119,8 @@ def test_sharing_twice_uploads_nothing_new_and_the_card_counts_every_pair(env, s
     share_queued(store, endpoint=env.endpoint)
     commits = len(env.hub.commits_added(REPO))
 
-    assert str(share_queued(store, endpoint=env.endpoint)) == "ichor · nothing to share: queue pairs with `share ID` first"
+    nothing = share_queued(store, endpoint=env.endpoint)
+    assert str(nothing) == "ichor · nothing to share: queue pairs with `share ID` first"
     # A pair whose "uploaded" mark was lost is recognised in the repository, not sent again.
     store.set_status(first[0].id, "shared")
     again = share_queued(store, endpoint=env.endpoint)
