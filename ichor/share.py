@@ -246,7 +246,7 @@ configs:
 
 # {repo_id}
 
-Preference pairs captured by [ichor](https://github.com/ichor-dev/ichor) when a user corrected,
+Preference pairs captured by ichor, a Hermes Agent plugin, when a user corrected,
 retried or undid an AI agent's answer: the prompt, the answer the user rejected and the answer they
 accepted. Every pair was scrubbed of secrets and personal data on the user's machine, reviewed by the
 user on a card, and shared one by one. Rows carry no platform or session identifier.
