@@ -185,10 +185,11 @@ _TEMPLATE_VALUES = {"none", "null", "nil", "true", "false", "undefined", "str", 
                     "secretstr", "secretbytes", "required", "..."}
 
 
-def _not_template(value: str) -> bool:
+def _not_template(value: str, template_starts: str = "$%<{[(*#") -> bool:
+    """False for placeholders and references: ${PW}, <password>, {{ pw }}, %s, ****, None, your-key-here."""
     low = value.lower()
     return not (
-        value[0] in "$%<{[(*#"
+        value[0] in template_starts
         or low in _TEMPLATE_VALUES
         or len(set(value)) == 1
         or low.startswith(("your", "process.env", "os.environ", "os.getenv", "getenv", "env("))
@@ -240,7 +241,7 @@ SECRET_RULES: tuple[Rule, ...] = (
                              _group("token", _bearer_token))) for word in ("Bearer", "bearer", "BEARER")),
     Rule("url_password", _finder(
         re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
-        _group("password", lambda m: _not_template(m.group("password"))))),
+        _group("password", lambda m: _not_template(m.group("password"), "$%<{[")))),
     Rule("aws_secret_key", _find_aws_secrets, gate=("aws", "secret", "akia")),
 )
 
