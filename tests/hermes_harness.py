@@ -135,6 +135,7 @@ def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] =
         f"  base_url: {base_url}\n"
         "plugins:\n  enabled:\n" + enabled + "\n"
         "compression:\n  enabled: false\n"
+        "approvals:\n  destructive_slash_confirm: false\n"
     )
     return home
 

@@ -92,3 +92,27 @@ def test_a_failing_store_never_swallows_the_reply(tmp_path):
     assert claim["reached_model"] is True and claim["sent"][-1]["text"] == "k to you too"
     assert any("pre_gateway_dispatch failed" in line for line in report["log"])
     assert report["pairs"][0]["status"] == "pending"
+
+
+def test_hermes_retry_undo_and_new_commands(tmp_path):
+    report = gateway(tmp_path, [
+        {"text": "hi", "reply": "Hello!", "expect_sent": 1},
+        {"text": ASK, "reply": "ls", "expect_sent": 1},
+        {"text": "/retry", "reply": "ls -la", "expect_sent": 2},
+        {"text": "/undo", "expect_sent": 1},
+        {"text": "show them biggest first", "reply": "ls -S", "expect_sent": 2},
+        {"text": "/new", "expect_sent": 1},
+        {"text": "and hidden ones?", "reply": "ls -a", "expect_sent": 1},
+    ])
+    assert [(p["kind"], p["rejected"], p["accepted"]) for p in report["pairs"]] == [
+        ("retry", "ls", "ls -la"), ("undo", "ls -la", "ls -S")]
+    assert report["pairs"][1]["user_said"] == "show them biggest first"
+    assert report["pairs"][0]["prompt"][-1] == {"role": "user", "content": ASK}
+    assert len(cards(report)) == 2  # nothing after /new
+
+
+def test_ichor_command_settles_the_open_card(tmp_path):
+    report = gateway(tmp_path, [*ask_and_correct(), {"text": "/ichor share 1", "expect_sent": 1}])
+    assert report["events"][2]["sent"][0]["text"] == "ichor · pair #1 queued to share"
+    assert report["edits"][0]["text"] == "ichor · pair #1 queued to share"
+    assert report["pairs"][0]["status"] == "shared" and report["open_cards"] == 0

@@ -42,11 +42,7 @@ def test_correction_gives_one_pending_pair(tmp_path):
     ]
     assert pairs[0]["prompt"] == [{"role": "user", "content": ASK}] and pairs[0]["user_said"] == CORRECTION
     assert [p["platform"] for p in pairs] == ["cli", "telegram"]
-
-
-def test_registered_surfaces_match_the_manifest(tmp_path):
-    report = loop(tmp_path, session(turn(ASK, "ls")))
-    manifest = yaml.safe_load(MANIFEST.read_text())
+    manifest = yaml.safe_load(MANIFEST.read_text())  # the manifest declares exactly what was registered
     assert report["plugin"]["hooks"] == sorted(manifest["provides_hooks"])
     assert report["plugin"]["commands"] == manifest["provides_commands"] == ["ichor"]
     assert manifest["provides_tools"] == []
