@@ -144,8 +144,8 @@ class Store:
         try:
             return self._open_and_migrate()
         except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-                raise
+            if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk full: not corruption
+                raise StoreError(f"can't open {self.path}: {exc}") from None
             moved = _move_aside(self.path)
             log.warning("ichor: database %s was unreadable (%s); moved it to %s and started a new one",
                         self.path, exc, moved)
