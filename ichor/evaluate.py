@@ -1,0 +1,87 @@
+"""Score a detector on labelled windows: precision, recall and F1 with 95% Wilson intervals.
+
+Rows use the dev set's format: ``prev_user``, ``prev_assistant``, ``user``, ``assistant`` and the
+gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when ``kind`` is absent).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+
+from .detect import detect
+
+POSITIVE_KINDS = ("correction", "retry")
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for k successes out of n (0, 1 when n is 0)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def gold_kind(row: dict) -> str:
+    kind = row.get("kind")
+    if kind in POSITIVE_KINDS or kind == "none":
+        return kind
+    return "correction" if row.get("is_correction") else "none"
+
+
+def _ratio(k: int, n: int) -> dict:
+    lo, hi = wilson(k, n)
+    return {"value": k / n if n else 0.0, "k": k, "n": n, "lo": lo, "hi": hi}
+
+
+def _f1(precision: dict, recall: dict) -> float:
+    p, r = precision["value"], recall["value"]
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def _block(tp: int, fp: int, fn: int, tn: int | None = None) -> dict:
+    precision = _ratio(tp, tp + fp)
+    recall = _ratio(tp, tp + fn)
+    block = {"precision": precision, "recall": recall, "f1": _f1(precision, recall), "tp": tp, "fp": fp, "fn": fn}
+    if tn is not None:
+        block["tn"] = tn
+    return block
+
+
+def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
+    """Overall (is_correction) and per-kind metrics of ``detector`` on labelled rows."""
+    pairs = []
+    for row in rows:
+        got = detector(row.get("prev_user"), row.get("prev_assistant"), row.get("user"), row.get("assistant"))
+        pairs.append((gold_kind(row), got.kind))
+    tp = sum(g != "none" and p != "none" for g, p in pairs)
+    fp = sum(g == "none" and p != "none" for g, p in pairs)
+    fn = sum(g != "none" and p == "none" for g, p in pairs)
+    tn = sum(g == "none" and p == "none" for g, p in pairs)
+    metrics = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
+    for kind in POSITIVE_KINDS:
+        k_tp = sum(g == kind and p == kind for g, p in pairs)
+        k_fp = sum(g != kind and p == kind for g, p in pairs)
+        k_fn = sum(g == kind and p != kind for g, p in pairs)
+        metrics["kinds"][kind] = _block(k_tp, k_fp, k_fn)
+    return metrics
+
+
+def _cell(ratio: dict) -> str:
+    return f"{ratio['value']:.3f} [{ratio['lo']:.2f}-{ratio['hi']:.2f}] ({ratio['k']}/{ratio['n']})"
+
+
+def format_report(metrics: dict) -> str:
+    """A plain-text table of the metrics."""
+    o = metrics["overall"]
+    lines = [
+        f"windows: {metrics['n']}   tp {o['tp']}  fp {o['fp']}  fn {o['fn']}  tn {o.get('tn', 0)}",
+        f"{'':<12} {'precision (95% Wilson)':<32} {'recall (95% Wilson)':<32} f1",
+    ]
+    rows = [("overall", o)] + list(metrics["kinds"].items())
+    for name, block in rows:
+        lines.append(f"{name:<12} {_cell(block['precision']):<32} {_cell(block['recall']):<32} {block['f1']:.3f}")
+    return "\n".join(lines)
