@@ -284,3 +284,33 @@ def test_load_records_yields_records_or_raises_export_error(tmp_path, lines):
     for record in records:
         assert isinstance(record["prompt"], list) and record["prompt"][-1]["role"] == "user"
         assert isinstance(record["rejected"], str) and isinstance(record["accepted"], str)
+
+
+# ------------------------------------------------------------------------------- the detector
+# (no detector property test exists elsewhere yet; tests/test_scrub_properties.py covers the scrubber)
+
+detector_text = st.one_of(any_text, st.text(st.sampled_from("no,wrong use pnpm npm ` ( [ { * + ? \\ \n\t"), max_size=300))
+
+
+@settings(max_examples=120, deadline=1000)
+@given(prev_user=detector_text, prev_assistant=detector_text, user=detector_text, assistant=detector_text)
+@example(prev_user="install deps", prev_assistant="npm install", user="no, use pnpm", assistant="pnpm install")
+@example(prev_user="\ud800", prev_assistant="\x00", user="\udfff" * 3, assistant="")
+@example(prev_user="(" * 30000, prev_assistant="a" * 60000, user="no " * 20000, assistant="`" * 50000)
+@example(prev_user="x", prev_assistant="y", user="no, " + "a+" * 25000, assistant="sorry " * 10000)
+def test_detect_never_raises_and_answers_in_bounded_time(prev_user, prev_assistant, user, assistant):
+    from ichor.detect import KINDS, detect
+
+    found = detect(prev_user, prev_assistant, user, assistant)
+    assert found.kind in KINDS
+    assert found.is_correction == (found.kind in ("correction", "retry"))
+    assert isinstance(found.score, float) and found.score == found.score  # a number, never NaN
+    assert found.label is None or (isinstance(found.label, str) and 2 <= len(found.label.split()) <= 4)
+
+
+@settings(max_examples=30, deadline=1000)
+@given(values=st.lists(json_value | st.binary(max_size=20) | st.just(object()), min_size=4, max_size=4))
+def test_detect_takes_any_object_without_raising(values):
+    from ichor.detect import KINDS, detect
+
+    assert detect(*values).kind in KINDS
