@@ -76,17 +76,20 @@ def aws_secret_key(rng):
 def slack_token(rng):
     style = rng.choice(["bot", "user", "app", "hook"])
     if style == "bot":
-        return "xo" + "xb-" + _body(rng, string.digits, 12) + "-" + _body(rng, string.digits, 13) + "-" + _mixed(rng, ALNUM, 24)
+        return ("xo" + "xb-" + _body(rng, string.digits, 12) + "-" + _body(rng, string.digits, 13) + "-"
+                + _mixed(rng, ALNUM, 24))
     if style == "user":
         return ("xo" + "xp-" + _body(rng, string.digits, 12) + "-" + _body(rng, string.digits, 12) + "-"
                 + _body(rng, string.digits, 13) + "-" + _body(rng, HEXLOWER, 32))
     if style == "app":
-        return "xa" + "pp-1-" + "A0" + _body(rng, UPPER_ALNUM, 9) + "-" + _body(rng, string.digits, 13) + "-" + _body(rng, HEXLOWER, 64)
+        return ("xa" + "pp-1-" + "A0" + _body(rng, UPPER_ALNUM, 9) + "-" + _body(rng, string.digits, 13) + "-"
+                + _body(rng, HEXLOWER, 64))
     return "T" + _body(rng, UPPER_ALNUM, 10) + "/B" + _body(rng, UPPER_ALNUM, 10) + "/" + _mixed(rng, ALNUM, 24)
 
 
 def stripe_key(rng):
-    return rng.choice(["sk", "rk", "pk"]) + "_" + rng.choice(["live", "test"]) + "_" + _mixed(rng, ALNUM, rng.choice([24, 99]))
+    prefix = rng.choice(["sk", "rk", "pk"]) + "_" + rng.choice(["live", "test"]) + "_"
+    return prefix + _mixed(rng, ALNUM, rng.choice([24, 99]))
 
 
 def google_api_key(rng):
@@ -99,7 +102,8 @@ def telegram_bot_token(rng):
 
 def jwt(rng):
     header = {"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"}
-    payload = {"sub": str(rng.randint(1, 10**9)), "iat": rng.randint(1_600_000_000, 1_800_000_000), "role": rng.choice(["admin", "user"])}
+    payload = {"sub": str(rng.randint(1, 10**9)), "iat": rng.randint(1_600_000_000, 1_800_000_000),
+               "role": rng.choice(["admin", "user"])}
     return ".".join([_b64url(json.dumps(header).encode()), _b64url(json.dumps(payload).encode()),
                      _b64url(rng.randbytes(32))])
 
@@ -128,12 +132,14 @@ _DOMAINS = ["acme-corp.io", "mail.northwind.de", "gmail.com", "fastmail.fm", "un
 
 
 def email(rng):
-    return f"{rng.choice(_FIRST)}{rng.choice(['.', '_', ''])}{rng.choice(_LAST)}{rng.randint(1, 99)}@{rng.choice(_DOMAINS)}"
+    local = f"{rng.choice(_FIRST)}{rng.choice(['.', '_', ''])}{rng.choice(_LAST)}{rng.randint(1, 99)}"
+    return f"{local}@{rng.choice(_DOMAINS)}"
 
 
 def ip(rng):
     if rng.random() < 0.2:
-        groups = ["2a0" + str(rng.randint(1, 9))] + [format(rng.randint(0, 0xFFFF), "x") for _ in range(rng.randint(2, 4))]
+        groups = ["2a0" + str(rng.randint(1, 9))]
+        groups += [format(rng.randint(0, 0xFFFF), "x") for _ in range(rng.randint(2, 4))]
         return ":".join(groups) + "::" + format(rng.randint(1, 0xFFFF), "x")
     first = rng.choice([10, 34, 52, 81, 151, 172, 185, 192, 213])
     second = 168 if first == 192 else rng.randint(0, 255)
@@ -174,8 +180,10 @@ FACTORIES: dict[str, Callable[[random.Random], str]] = {
 # {s} is the secret; each template is something a user or an agent plausibly writes in a coding chat.
 
 CONTEXTS: dict[str, list[str]] = {
-    "openai_key": ["export OPENAI_API_KEY={s}", 'client = OpenAI(api_key="{s}")', "my key is {s} and it still says 401",
-                   'curl https://api.openai.com/v1/models -H "Authorization: Bearer {s}"', '{{"openai": {{"key": "{s}"}}}}'],
+    "openai_key": ["export OPENAI_API_KEY={s}", 'client = OpenAI(api_key="{s}")',
+                   "my key is {s} and it still says 401",
+                   'curl https://api.openai.com/v1/models -H "Authorization: Bearer {s}"',
+                   '{{"openai": {{"key": "{s}"}}}}'],
     "anthropic_key": ["ANTHROPIC_API_KEY={s} hermes chat", 'anthropic.Anthropic(api_key="{s}")',
                       "here's the key: {s} (rotating it tomorrow)"],
     "hf_token": ["huggingface-cli login --token {s}", 'login(token="{s}")', "HF_TOKEN={s} python train.py",
@@ -195,7 +203,8 @@ CONTEXTS: dict[str, list[str]] = {
     "bearer": ["Authorization: Bearer {s}", 'curl -H "Authorization: Bearer {s}" https://api.internal/v2/jobs',
                "headers = {{'Authorization': 'Bearer {s}'}}"],
     "url_password": ["DATABASE_URL=postgres://app:{s}@db.internal:5432/app", "redis://default:{s}@cache.prod:6379/0",
-                     "mongo mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/test", "https://deploy:{s}@registry.acme.io/v2/"],
+                     "mongo mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/test",
+                     "https://deploy:{s}@registry.acme.io/v2/"],
     "env_secret": ["DB_PASSWORD={s}", 'export SESSION_SECRET="{s}"', "password: {s}", '"client_secret": "{s}",',
                    "JWT_SIGNING_KEY='{s}'", "smtp_password = \"{s}\""],
     "private_key": ["here is the deploy key:\n{s}\n", "cat ~/.ssh/id_rsa\n{s}", "```\n{s}\n```"],
@@ -218,10 +227,12 @@ NEAR_MISS_FACTORIES: dict[str, Callable[[random.Random], str]] = {
                                        "pip install torch=={}.{}.{}"]).format(*(rng.randint(0, 30) for _ in range(3))),
     "git_sha": lambda rng: rng.choice(["commit {}", "git checkout {}", "fixed in {}"]).format(
         _body(rng, HEXLOWER, rng.choice([7, 8, 12, 40]))),
-    "sha256": lambda rng: rng.choice(["sha256:{}", "{}  model.safetensors", "checksum {}"]).format(_body(rng, HEXLOWER, 64)),
+    "sha256": lambda rng: rng.choice(["sha256:{}", "{}  model.safetensors", "checksum {}"]).format(
+        _body(rng, HEXLOWER, 64)),
     "uuid": lambda rng: f"request id {_uuid(rng)} failed",
     "sk_word": lambda rng: rng.choice(["see the task-list", "a risk-free refactor", "my desk-lamp-controller-firmware",
-                                       "the sk-learn-compatible-estimator-wrapper", "the mask-rcnn-benchmark-repository"]),
+                                       "the sk-learn-compatible-estimator-wrapper",
+                                       "the mask-rcnn-benchmark-repository"]),
     "example_url": lambda rng: rng.choice(["https://example.com/docs/getting-started", "http://www.example.com/a?b=c",
                                            "https://user@example.com/repo.git"]),
     "localhost_url": lambda rng: rng.choice(["http://localhost:{}/api", "postgres://localhost:{}/app",

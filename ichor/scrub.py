@@ -1,12 +1,14 @@
 """The scrubber: removes secrets and PII from text before anything is stored.
 
-Every rule is one linear-time regular expression (each pattern that has no literal prefix starts with
-a negative lookbehind on its own character class, so a run of candidate characters is scanned once,
-not once per position) plus, where a shape alone is ambiguous, a small validator that decides from the
-match and its neighbourhood. The whole text is always scrubbed; nothing is cut.
+Each rule finds spans with a linear-time regular expression plus, where a shape alone is ambiguous, a small
+check of the match and its neighbourhood. Patterns start at a literal anchor where they can ("sk-", "@", "://",
+the first dot of an IPv4 address) with the word boundary checked by a fixed-width lookbehind after it, so the
+regex engine jumps between anchors instead of trying every position; every nested repeat is bounded or
+unambiguous, so backtracking stays bounded per anchor. The whole text is always scrubbed; nothing is cut.
 
-Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]`` and home folders
-keep their shape (``/home/[USER]/...``). Placeholders never match any rule, so scrubbing is idempotent.
+Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]`` and home folders keep their
+shape (``/home/[USER]/...``). Placeholders never match a rule and count as word characters at every boundary,
+so scrubbing is idempotent.
 
 >>> scrub("mail me at ada@corp.io").text
 'mail me at [EMAIL]'
@@ -99,6 +101,7 @@ TOKEN_CHARS = "A-Za-z0-9_-"
 # turns its neighbour into a new match on the next pass (scrubbing stays idempotent).
 PH = r"\[\]"
 NOT_BEFORE_TOKEN = f"(?![{PH}{TOKEN_CHARS}])"
+_TOKEN_CHAR = re.compile(f"[{PH}{TOKEN_CHARS}]")
 
 
 def _after_boundary(literal: str, rest: str, before: str = TOKEN_CHARS) -> re.Pattern:
@@ -200,7 +203,9 @@ def _stripe_key(m: re.Match) -> tuple[int, int] | None:
     # The match starts at "k_": the key starts one character earlier, at s/r/p.
     start = m.start() - 1
     text = m.string
-    if start < 0 or text[start] not in "srp" or (start > 0 and re.match(f"[{PH}{TOKEN_CHARS}]", text[start - 1])):
+    if start < 0 or text[start] not in "srp":
+        return None
+    if start > 0 and _TOKEN_CHAR.match(text[start - 1]):
         return None
     return (start, m.end()) if _has_digit_or_upper(m.group("body")) else None
 
@@ -219,13 +224,15 @@ SECRET_RULES: tuple[Rule, ...] = (
     Rule("anthropic_key", _finder(_after_boundary("sk-ant-", r"[A-Za-z0-9_-]{20,}"), _whole())),
     Rule("openai_key", _finder(_after_boundary("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
                                _whole(_has_digit_or_upper))),
-    Rule("hf_token", _finder(_after_boundary("hf_", r"[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN), _whole(_has_digit_or_upper))),
+    Rule("hf_token", _finder(_after_boundary("hf_", r"[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN),
+                             _whole(_has_digit_or_upper))),
     Rule("github_token", _finder(_after_boundary("gh", r"[pousr]_[A-Za-z0-9]{36,255}" + NOT_BEFORE_TOKEN),
                                  _whole(_has_digit_or_upper))),
     Rule("github_token", _finder(_after_boundary("github_pat_", r"[A-Za-z0-9_]{50,255}" + NOT_BEFORE_TOKEN),
                                  _whole(_has_digit_or_upper))),
-    Rule("aws_access_key", _finder(_after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![\[\]A-Za-z0-9])",
-                                                   before="A-Za-z0-9"), _whole())),
+    Rule("aws_access_key", _finder(
+        _after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![\[\]A-Za-z0-9])", before="A-Za-z0-9"),
+        _whole())),
     Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
     Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
     Rule("slack_token", _finder(
@@ -258,9 +265,10 @@ _EXPRESSION = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z_][\w.]*[(\[]")
 _NAME_GATE = ("key", "secret", "token", "pass", "pwd", "credential")
 _NAME_GATE_RE = re.compile("|".join(_NAME_GATE))
 
-# The operator and the value; the name before it is found by _NAME_BEFORE, so the scan starts at [:=].
+# The operator and the value; the name before it is found by _NAME_REVERSED, so the scan starts at [:=].
 _ASSIGNMENT = re.compile(
-    r"(?:[:=](?!=)|:=)[ \t]*(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
+    r"(?:[:=](?!=)|:=)[ \t]*"
+    r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.\[\]-])")
@@ -290,12 +298,12 @@ def _assignment_value(m: re.Match, name: str) -> tuple[int, int] | None:
     """The span of the value when ``name = value`` assigns a secret, else None."""
     group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
     value = m.group(group)
-    if not _not_template(value):
-        return None
     if group == "bare":
         value = value.rstrip(")]},:")  # a call's or literal's closing bracket: password=None)
-        if not value or not _not_template(value) or _EXPRESSION.match(value):
+        if not value or _EXPRESSION.match(value):
             return None  # code: tokenizer.eos_token, os.environ[...], get_token()
+    if not _not_template(value):
+        return None
     if _STRONG_NAME.fullmatch(name) is None:
         # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
         weak_ok = _KEY_NAME.fullmatch(name) and len(value) >= 8 and _has_digit_and_letter(value)
@@ -412,7 +420,8 @@ def _phone_digits(m: re.Match) -> tuple[int, int] | None:
 
 def _north_american(m: re.Match) -> tuple[int, int] | None:
     text, start = m.string, m.start()
-    if start >= 2 and text[start - 1] in " .-" and text[start - 2] == "1" and (start < 3 or not text[start - 3].isalnum()):
+    leading_one = start >= 2 and text[start - 1] in " .-" and text[start - 2] == "1"
+    if leading_one and (start < 3 or not text[start - 3].isalnum()):
         start -= 2  # 1-800-555-0100
     elif start > 0 and text[start - 1] in ".-" and start > 1 and text[start - 2].isdigit():
         return None  # part of a longer dotted or dashed number

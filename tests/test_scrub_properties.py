@@ -1,4 +1,4 @@
-"""Property tests for the scrubber: it never raises, is idempotent, lets no generated secret through, and stays fast."""
+"""Property tests for the scrubber: it never raises, is idempotent, lets no generated secret through, stays fast."""
 
 import random
 import time
