@@ -34,7 +34,12 @@ demo: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 	$(BIN)/python -m pipelines.summary
 
-bench: install
+# The bench extra holds the scrubber's peers (scrubadub); detect-secrets is already in dev.
+$(VENV)/.ichor-bench-installed: pyproject.toml | $(STAMP)
+	$(BIN)/pip install -q -e ".[bench]"
+	touch $@
+
+bench: install $(VENV)/.ichor-bench-installed
 	$(BIN)/python -m bench.run
 
 clean:
