@@ -109,7 +109,7 @@ def identical_resend(w: Window) -> bool:
 # quantifiers, so each runs in time linear in that bounded head.
 
 _OPENER = re.compile(
-    r"^(?:\W{0,3})(?:no|nope|nah|wrong|incorrect|actually|not quite|not really|that'?s (?:not|wrong|incorrect)|"
+    r"^(?:\W{0,3})(?:no|nope|nah|wrong|incorrect|actually|not quite|not really|that'?s (?:not|wrong|incorrect|the wrong)|"
     r"that is (?:not|wrong|incorrect)|this is (?:not|wrong)|it'?s not|not what i|"
     r"you (?:forgot|missed|ignored|didn'?t|did not|broke|removed|deleted|misunderstood|have (?:it|the))|"
     r"i (?:said|told you|meant|just said)|why did you|wait|hold on|attends|"
@@ -359,7 +359,7 @@ _LABELS = (
     (re.compile(r"\bstill\b|仍然|依然|还是|furt|pořád|toujours|immer noch"), "still failing"),
     (re.compile(r"(?:module|package) not found|can'?t resolve|cannot find module|no module named|modulenotfound"), "missing module"),
     (re.compile(r"is not defined|undefined|nameerror|referenceerror"), "undefined name"),
-    (re.compile(r"import"), "missing import"),
+    (re.compile(r"\bimport\b"), "missing import"),
     (re.compile(r"syntax ?error|unexpected token|expected a|erreur de syntaxe"), "syntax error"),
     (re.compile(r"type ?error|type error"), "type error"),
     (re.compile(r"traceback|exception|error|erreur|错误|报错|エラー|failed|crash|plante"), "error after change"),
@@ -379,18 +379,23 @@ _LABELS = (
 def mistake_label(user, prev_assistant) -> str:
     """A 2-4 word description of the mistake, from the user's own words where possible."""
     text = _cut(user)[:USER_HEAD].lower()
-    wrong = re.search(r"\bwrong ([a-z][a-z-]{1,20})(?: ([a-z][a-z-]{1,20}))?", text)
-    if wrong:
-        words = [g for g in wrong.groups() if g and g not in _STOP]
+    for pattern, head in _SLOT_LABELS:
+        found = pattern.search(text)
+        words = [g for g in found.groups() if g and g not in _STOP] if found else []
         if words:
-            return " ".join(["wrong"] + words[:2])
+            return " ".join([head] + words[:2])
     for pattern, label in _LABELS:
         if pattern.search(text):
             return label
     return "rejected answer"
 
 
-_STOP = {"the", "a", "an", "one", "it", "this", "that", "with", "and", "in", "on", "of", "to", "is", "again"}
+_SLOT = r" (?:the |a |an |to )?([a-z][a-z-]{1,20})(?: ([a-z][a-z-]{1,20}))?"
+_SLOT_LABELS = (
+    (re.compile(r"\bwrong" + _SLOT), "wrong"),
+    (re.compile(r"\b(?:forgot|missed|missing|you left out)" + _SLOT), "missing"),
+)
+_STOP = {"add", "update", "include", "the", "a", "an", "one", "it", "this", "that", "with", "and", "in", "on", "of", "to", "is", "again"}
 
 
 # -------------------------------------------------------------------------------------- detect
@@ -458,3 +463,19 @@ def rules_only(prev_user, prev_assistant, user, assistant) -> Detection:
     """The gates and rules without the learned layer (for reporting what each layer adds)."""
     w = Window.of(prev_user, prev_assistant, user, assistant)
     return gate(w) or decide(w, rule_hits(w), 0.0, 2.0)
+
+
+def learned_only(model: dict):
+    """The gates and the learned layer without rule overrides (for reporting what each layer adds)."""
+
+    def run(prev_user, prev_assistant, user, assistant) -> Detection:
+        w = Window.of(prev_user, prev_assistant, user, assistant)
+        gated = gate(w)
+        if gated is not None:
+            return gated
+        score = learned_score(features(w), model.get("weights", {}))
+        if score < model.get("threshold", 1.0):
+            return Detection("none", None, score, ("learned",))
+        return Detection("correction", mistake_label(w.user, w.prev_assistant), score, ("learned",))
+
+    return run

@@ -21,8 +21,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .detect import STRONG_RULES, Window, decide, detect_with, features, gate, rule_hits
-from .evaluate import evaluate
+from .detect import STRONG_RULES, Detection, Window, decide, detect_with, features, gate, learned_only, rule_hits, rules_only
+from .evaluate import evaluate, format_report
 
 
 @dataclass
@@ -154,22 +154,30 @@ def _score(fs: list[str], weights: dict[str, float]) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def combined_kinds(rows: list[dict], scores: list[float], threshold: float) -> list[str]:
-    """What detect() would answer for each window, given each window's learned score."""
-    kinds = []
-    for row, score in zip(rows, scores):
+def _prepare(rows: list[dict]) -> list[tuple]:
+    prepared = []
+    for row in rows:
         w = _window(row)
-        gated = gate(w)
-        kinds.append(gated.kind if gated else decide(w, rule_hits(w), score, threshold).kind)
-    return kinds
+        prepared.append((w, gate(w), rule_hits(w)))
+    return prepared
+
+
+def combined_kinds(rows: list[dict], scores: list[float], threshold: float, prepared=None) -> list[str]:
+    """What detect() would answer for each window, given each window's learned score."""
+    prepared = _prepare(rows) if prepared is None else prepared
+    return [
+        gated.kind if gated else decide(w, hits, score, threshold).kind
+        for (w, gated, hits), score in zip(prepared, scores)
+    ]
 
 
 def pick_threshold(rows: list[dict], scores: list[float], target: float) -> float:
     """The lowest threshold at which the whole detector's pooled precision still reaches ``target``."""
     labels = [bool(r.get("is_correction")) for r in rows]
+    prepared = _prepare(rows)
     best = 0.99
     for t in sorted({round(s, 4) for s in scores if s >= 0.05}, reverse=True):
-        kinds = combined_kinds(rows, [s + 1e-9 for s in scores], t)
+        kinds = combined_kinds(rows, [s + 1e-9 for s in scores], t, prepared)
         chosen = [y for k, y in zip(kinds, labels) if k != "none"]
         if chosen and sum(chosen) / len(chosen) >= target:
             best = t
@@ -193,6 +201,48 @@ def held_out_model(rows: list[dict], cfg: FitConfig) -> tuple[dict, list[dict]]:
     """A model fitted (threshold included) without the held-out sources, and those held-out rows."""
     train_rows, test_rows = split_by_source(rows, cfg.held_out_fraction)
     return fit(train_rows, cfg), test_rows
+
+
+def _learned_threshold(rows: list[dict], scores: list[float], target: float) -> float:
+    """Threshold for the learned layer on its own (gates + score, no rules)."""
+    labels = [bool(r.get("is_correction")) for r in rows]
+    best = 0.99
+    for t in sorted({round(s, 4) for s in scores if s >= 0.05}, reverse=True):
+        chosen = [y for s, y in zip(scores, labels) if s >= t]
+        if chosen and sum(chosen) / len(chosen) >= target:
+            best = t
+    return best
+
+
+def _fixed(kinds: list[str]):
+    """A detector replaying precomputed answers in row order (for pooled cross-validation figures)."""
+    answers = iter(kinds)
+
+    def run(*_):
+        k = next(answers)
+        return Detection(k, None if k == "none" else "x", 0.0)
+
+    return run
+
+
+def layer_report(rows: list[dict], cfg: FitConfig) -> dict[str, dict]:
+    """Rules alone, learned alone and combined: on the held-out sources and in leave-one-source-out CV."""
+    out = {}
+    held, test_rows = held_out_model(rows, cfg)
+    train_rows = [r for r in rows if r not in test_rows]
+    alone = dict(held, threshold=_learned_threshold(train_rows, oof_scores(train_rows, cfg), cfg.target_precision))
+    out["held-out: rules alone"] = evaluate(test_rows, rules_only)
+    out["held-out: learned alone"] = evaluate(test_rows, learned_only(alone))
+    out["held-out: combined"] = evaluate(test_rows, detect_with(held))
+    scores = oof_scores(rows, cfg)
+    prepared = _prepare(rows)
+    combined_t = pick_threshold(rows, scores, cfg.target_precision)
+    alone_t = _learned_threshold(rows, scores, cfg.target_precision)
+    alone_kinds = [g.kind if g else ("correction" if s >= alone_t else "none") for (w, g, h), s in zip(prepared, scores)]
+    out["grouped CV: rules alone"] = evaluate(rows, rules_only)
+    out["grouped CV: learned alone"] = evaluate(rows, _fixed(alone_kinds))
+    out["grouped CV: combined"] = evaluate(rows, _fixed(combined_kinds(rows, scores, combined_t, prepared)))
+    return out
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -220,9 +270,9 @@ def main(argv=None) -> int:
     out.write_text(json.dumps(model, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}: {len(model['weights'])} weights, threshold {model['threshold']}")
     if args.report:
-        held, test_rows = held_out_model(rows, cfg)
-        m = evaluate(test_rows, detect_with(held))
-        print(f"held-out sources ({len(test_rows)} windows): " + json.dumps(_brief(m)))
+        print("held-out sources: " + ", ".join(sorted(held_out_sources(rows, cfg.held_out_fraction))))
+        for name, metrics in layer_report(rows, cfg).items():
+            print(f"\n## {name}\n{format_report(metrics)}")
     return 0
 
 
