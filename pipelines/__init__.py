@@ -1,0 +1,1 @@
+"""The DVC stages of the training workspace, one module per stage (see ``dvc.yaml`` and docs/pipeline.md)."""

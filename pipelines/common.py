@@ -1,0 +1,132 @@
+"""What every stage shares: params.yaml → dataclass config → argparse flags, JSON outputs, one-line errors.
+
+Stages stay TRL-style: a dataclass config and a ``main(argv=None)``. ``parse_config`` fills the
+dataclass from ``params.yaml`` (through the class's ``from_params``) and exposes every field as a
+``--flag`` whose default is the params value, so a stage runs the same from ``dvc repro`` and by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+PARAMS_FILE = "params.yaml"
+
+
+class PipelineError(Exception):
+    """A problem worth one line to the user; ``code`` is the exit status (2 = bad input)."""
+
+    def __init__(self, message: str, code: int = 2):
+        super().__init__(message)
+        self.code = code
+
+
+def load_params(path: str | os.PathLike = PARAMS_FILE) -> dict:
+    import yaml
+
+    file = Path(path)
+    if not file.exists():
+        raise PipelineError(f"{file}: no such params file (run from the workspace root or pass --params)")
+    try:
+        params = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"{file}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(params, dict):
+        raise PipelineError(f"{file}: expected a mapping of sections")
+    return params
+
+
+def section(params: dict, name: str) -> dict:
+    value = params.get(name) or {}
+    if not isinstance(value, dict):
+        raise PipelineError(f"params.yaml: `{name}` must be a mapping")
+    return value
+
+
+def _flag_type(field: dataclasses.Field, default) -> dict:
+    kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
+    if "bool" in kind:
+        return {"type": _as_bool, "metavar": "BOOL"}
+    if "list" in kind:
+        return {"type": _as_list, "metavar": "A,B"}
+    if "float" in kind:
+        return {"type": float}
+    if "int" in kind:
+        return {"type": int}
+    return {"type": str}
+
+
+def _as_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _as_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_config(config_cls, argv: list[str] | None, description: str):
+    """Build ``config_cls`` from params.yaml, then apply ``--field value`` overrides from ``argv``."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--params", default=PARAMS_FILE)
+    known, _ = pre.parse_known_args(argv)
+    wants_help = any(a in ("-h", "--help") for a in (sys.argv[1:] if argv is None else argv))
+    if wants_help and not Path(known.params).exists():
+        defaults = config_cls()
+    else:
+        defaults = config_cls.from_params(load_params(known.params))
+
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Defaults come from params.yaml; a flag overrides one value for this run only.")
+    parser.add_argument("--params", default=PARAMS_FILE, help="the params file to read")
+    for field in dataclasses.fields(config_cls):
+        default = getattr(defaults, field.name)
+        help_text = field.metadata.get("help", "")
+        parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=default, help=help_text,
+                            **_flag_type(field, default))
+    args = vars(parser.parse_args(argv))
+    args.pop("params")
+    return config_cls(**args)
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    """Write ``obj`` as pretty JSON, creating the folder; returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def run(main_body: Callable[[], int | None]) -> int:
+    """Run a stage body, turning expected failures into one line on stderr and an exit status."""
+    from ichor.export import ExportError
+
+    try:
+        result = main_body()
+        return result if isinstance(result, int) else 0
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
