@@ -196,7 +196,8 @@ def main(argv: list[str] | None = None) -> dict:
         loop = loop_bench(config, Path(tmp) / "hermes-home")
     result = {"hermes_agent": _hermes_version(), "turns_per_side": config.turns, "loop": loop, "capture": capture}
     out = write_result("plugin", result, "python -m bench.bench_plugin")
-    print(f"hermes turn p50 {loop['without_ichor']['p50_ms']} ms without ichor, {loop['with_ichor']['p50_ms']} ms with "
+    print(f"hermes turn p50 {loop['without_ichor']['p50_ms']} ms without ichor, "
+          f"{loop['with_ichor']['p50_ms']} ms with "
           f"(+{loop['added_p50_ms']} ms; p99 +{loop['added_p99_ms']} ms); time inside ichor's hooks p50 "
           f"{loop['ichor_hooks_per_turn']['p50_ms']} ms, p99 {loop['ichor_hooks_per_turn']['p99_ms']} ms")
     for name, figures in capture.items():

@@ -22,7 +22,6 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
 SCRUBBED_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "HERMES_SAFE_MODE",
                 "ICHOR_DATA_DIR")
 
@@ -96,7 +95,7 @@ class StubLLM:
                 words = text.split(" ")
                 chunks = [{"role": "assistant", "content": ""}]
                 chunks += [{"content": (w if i == 0 else " " + w)} for i, w in enumerate(words)]
-                for i, delta in enumerate(chunks):
+                for delta in chunks:
                     self._event(_chunk(delta, None))
                 self._event(_chunk({}, "stop"))
                 self._event({**_chunk({}, None), "choices": [], "usage": _usage()})
@@ -156,7 +155,9 @@ def run_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
     if proc.returncode != 0 or not lines:
         raise AssertionError(f"scenario failed (rc={proc.returncode})\nstdout:\n{proc.stdout[-4000:]}\n"
                              f"stderr:\n{proc.stderr[-6000:]}")
-    return json.loads(lines[-1][len(marker):])
+    report = json.loads(lines[-1][len(marker):])
+    report["stdout"] = "\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith(marker))
+    return report
 
 
 def _main(spec_file: str) -> None:

@@ -90,7 +90,8 @@ def test_sessions_are_independent_and_forgotten():
     got = tracker.observe(turn(history(ASK, "ls", CORRECTION, "ls -lhS"), session="a"))
     assert got is not None and got.pair.session_id == "a"
     tracker.forget_session("a")
-    assert tracker.observe(turn(history(ASK, "ls", CORRECTION, "ls -lhS", CORRECTION, "ls -lhSr"), session="a")) is None
+    later = history(ASK, "ls", CORRECTION, "ls -lhS", CORRECTION, "ls -lhSr")
+    assert tracker.observe(turn(later, session="a")) is None
 
 
 def test_tool_calls_and_multimodal_content_are_read_as_text():

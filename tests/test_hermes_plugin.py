@@ -31,7 +31,8 @@ def loop(tmp_path, *sessions, **spec):
 def test_correction_gives_one_pending_pair(tmp_path):
     report = loop(tmp_path,
                   session(turn(ASK, "ls -S"), turn(CORRECTION, "ls -lhS"), stream=True),
-                  session(turn(ASK, "du -a"), turn(CORRECTION, "du -ah | sort -rh"), stream=False, platform="telegram"))
+                  session(turn(ASK, "du -a"), turn(CORRECTION, "du -ah | sort -rh"),
+                          stream=False, platform="telegram"))
     assert report["plugin"]["enabled"] and report["plugin"]["source"] == "entrypoint"
     assert report["responses"] == ["ls -S", "ls -lhS", "du -a", "du -ah | sort -rh"]
     assert report["model_calls"] == [True, True, False, False]  # both transports were exercised
@@ -42,6 +43,9 @@ def test_correction_gives_one_pending_pair(tmp_path):
     ]
     assert pairs[0]["prompt"] == [{"role": "user", "content": ASK}] and pairs[0]["user_said"] == CORRECTION
     assert [p["platform"] for p in pairs] == ["cli", "telegram"]
+    # the CLI pair's card went to the terminal; the telegram one had no chat to go to and waits for review
+    assert "ichor · captured pair #1" in report["stdout"] and "/ichor keep 1 · share 1 · discard 1" in report["stdout"]
+    assert "captured pair #2" not in report["stdout"]
     manifest = yaml.safe_load(MANIFEST.read_text())  # the manifest declares exactly what was registered
     assert report["plugin"]["hooks"] == sorted(manifest["provides_hooks"])
     assert report["plugin"]["commands"] == manifest["provides_commands"] == ["ichor"]
