@@ -177,9 +177,14 @@ def similarity(a: str, b: str, head: int = USER_HEAD, limit: int = 80) -> float:
     return _jaccard(set(tokens(a[:head], limit)), set(tokens(b[:head], limit)))
 
 
+def has_error_shape(text: str) -> bool:
+    """Error-report shape, looked for where it shows: the first lines and the last (a traceback's end)."""
+    return bool(_ERROR_SHAPE.search(text[:3000] if len(text) <= 4000 else text[:3000] + "\n" + text[-1000:]))
+
+
 def _reported_failure(w: Window) -> bool:
     """A pasted error that names something the previous answer touched."""
-    if not _ERROR_SHAPE.search(w.user[:MAX_CHARS]):
+    if not has_error_shape(w.user):
         return False
     return _code_overlap(w) >= 0.34
 
@@ -313,7 +318,7 @@ def features(w: Window, hits: tuple[str, ...] | None = None) -> list[str]:
     feats.append(_bucket("len", len(u_toks), (3, 8, 20, 60)))
     overlap = _code_overlap(w)
     feats.append(_bucket("ov", overlap, (0.01, 0.34, 0.67)))
-    if _ERROR_SHAPE.search(w.user):
+    if has_error_shape(w.user):
         feats.append("err_shape")
         feats.append(_bucket("err_ov", overlap, (0.01, 0.34)))
     if _ERROR_WORD.search(w.user[:USER_HEAD].lower()):

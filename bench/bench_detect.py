@@ -1,0 +1,119 @@
+"""Per-call cost of ``ichor.detect.detect``: typical turns against 50,000-character hostile text.
+
+Typical turns are generated here (short requests, corrections and pasted errors next to 1-2 kB answers)
+and, when ``../shared/data/corrections-dev.jsonl`` exists, the dev set's real windows too. Hostile
+inputs are built to stall naive regexes. Each case is timed call by call, in one run, side by side.
+
+    python -m bench.bench_detect [--repeat 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ichor.detect import detect, rules_only
+
+from . import write_result
+
+DEV_SET = Path(__file__).resolve().parents[2] / "shared/data/corrections-dev.jsonl"
+ANSWER = ("I updated `src/app/config_loader.py` so `load_settings()` reads the TOML file.\n```python\n"
+          + "def load_settings(path):\n    return tomllib.loads(Path(path).read_text())\n" * 12 + "```\n")
+USERS = [
+    "add a --verbose flag to the cli",
+    "no, use pnpm instead of npm",
+    "it still fails with the same error",
+    "thanks, perfect",
+    "Traceback (most recent call last):\n  File \"src/app/config_loader.py\", line 4, in load_settings\n"
+    "NameError: name 'tomllib' is not defined",
+    "can you explain how the cache invalidation works here? I'd like to understand it before we move on.",
+    "make the config loader read toml",
+]
+HOSTILE = {
+    "a*50000": "a" * 50000,
+    "'no '*20000": "no " * 20000,
+    "punctuation": "!?.,;:-_()[]{}" * 3600,
+    "nested brackets": "([{<" * 12500,
+    "huge traceback": ("Traceback (most recent call last):\n" + '  File "pkg/mod_a.py", line 12, in run_a\n'
+                       "    value = helper_b(x)\nValueError: bad at pkg/mod_a.py:12:3\n" * 500)[:50000],
+    "identifiers": "self.some_attr.other_attr " * 2000,
+    "cjk": "仍然错误没有生效" * 6250,
+}
+
+
+@dataclass
+class DetectBenchConfig:
+    repeat: int = 200
+    seed: int = 0
+
+
+def _typical(rng: random.Random) -> list[tuple[str, str, str, str]]:
+    turns = [("make the config loader read toml", ANSWER, u, ANSWER.replace("updated", "changed")) for u in USERS]
+    if DEV_SET.is_file():
+        rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+        turns += [(r["prev_user"], r["prev_assistant"], r["user"], r["assistant"]) for r in rows]
+    rng.shuffle(turns)
+    return turns
+
+
+def _time(fn, calls: list[tuple], repeat: int) -> dict:
+    samples = []
+    for _ in range(repeat):
+        for args in calls:
+            start = time.perf_counter()
+            fn(*args)
+            samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return {
+        "p50_ms": round(statistics.median(samples), 4),
+        "p99_ms": round(samples[min(len(samples) - 1, int(0.99 * len(samples)))], 4),
+        "max_ms": round(samples[-1], 4),
+        "n": len(samples),
+    }
+
+
+def run(cfg: DetectBenchConfig) -> dict:
+    rng = random.Random(cfg.seed)
+    typical = _typical(rng)
+    detect(*typical[0])  # load the weights once, outside the timings
+    reps = max(1, cfg.repeat // 10)
+    cases = {"typical turns": _time(detect, typical, max(1, cfg.repeat // 20)),
+             "typical turns, rules only": _time(rules_only, typical, max(1, cfg.repeat // 20))}
+    for name, text in HOSTILE.items():
+        # distinct texts on each side, so no gate (unchanged answer, identical re-send) cuts the work short
+        cases[f"hostile {name} (user)"] = _time(detect, [("fix it", ANSWER, text, "Here is the fix.")], reps)
+        cases[f"hostile {name} (all four)"] = _time(detect, [("x " + text, text, text, "y " + text)], reps)
+    hostile_max = max(c["max_ms"] for k, c in cases.items() if k.startswith("hostile"))
+    typical = cases["typical turns"]
+    return {
+        "cases": cases,
+        "typical_turns": len(_typical(random.Random(cfg.seed))),
+        "dev_set_included": DEV_SET.is_file(),
+        "typical_p50_ms": typical["p50_ms"],
+        "typical_p99_ms": typical["p99_ms"],
+        "hostile_max_ms": hostile_max,
+        "hostile_max_over_typical_p50": round(hostile_max / typical["p50_ms"], 1) if typical["p50_ms"] else None,
+        "targets_met": {"typical_p50_under_2ms": typical["p50_ms"] < 2.0, "typical_p99_under_10ms": typical["p99_ms"] < 10.0,
+                        "hostile_under_50ms": hostile_max < 50.0},
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_detect", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=DetectBenchConfig.repeat, help="timing rounds (default 200)")
+    args = parser.parse_args(argv)
+    result = run(DetectBenchConfig(repeat=args.repeat))
+    out = write_result("detect", result, "python -m bench.bench_detect")
+    for name, c in result["cases"].items():
+        print(f"{name:<36} p50 {c['p50_ms']:8.3f} ms   p99 {c['p99_ms']:8.3f} ms   max {c['max_ms']:8.3f} ms")
+    print(f"targets: {result['targets_met']}  -> {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
