@@ -276,10 +276,5 @@ def main(argv=None) -> int:
     return 0
 
 
-def _brief(metrics: dict) -> dict:
-    o = metrics["overall"]
-    return {"P": round(o["precision"]["value"], 3), "R": round(o["recall"]["value"], 3), "tp": o["tp"], "fp": o["fp"], "fn": o["fn"]}
-
-
 if __name__ == "__main__":
     sys.exit(main())
