@@ -192,13 +192,13 @@ def target_rows(results: dict) -> list[list]:
     capture = (results.get("plugin") or {}).get("capture") or {}
     typical = capture.get("typical_correction")
     if typical:
-        rows.append([f"Capture, typical turn: p50 < {CAPTURE_P50_MS:g} ms", f"{fmt(typical['p50_ms'])} ms",
+        rows.append([f"Capture path (bench_plugin), typical turn: p50 < {CAPTURE_P50_MS:g} ms", f"{fmt(typical['p50_ms'])} ms",
                      typical["p50_ms"] < CAPTURE_P50_MS])
-        rows.append([f"Capture, typical turn: p99 < {CAPTURE_P99_MS:g} ms", f"{fmt(typical['p99_ms'])} ms",
+        rows.append([f"Capture path (bench_plugin), typical turn: p99 < {CAPTURE_P99_MS:g} ms", f"{fmt(typical['p99_ms'])} ms",
                      typical["p99_ms"] < CAPTURE_P99_MS])
     hostile = capture.get("hostile_50k")
     if hostile:
-        rows.append([f"Capture, 50k hostile text: p99 < {HOSTILE_MS:g} ms", f"{fmt(hostile['p99_ms'])} ms",
+        rows.append([f"Capture path (bench_plugin), 50k hostile text: p99 < {HOSTILE_MS:g} ms", f"{fmt(hostile['p99_ms'])} ms",
                      hostile["p99_ms"] < HOSTILE_MS])
     scrub = results.get("scrub") or {}
     if "throughput_ichor_over_detect_secrets" in scrub:
@@ -211,7 +211,8 @@ def target_rows(results: dict) -> list[list]:
                      "below on: " + ", ".join(worse) if worse else "never below", not worse])
     shown = {"throughput_at_least_3x_detect_secrets", "recall_at_least_each_peer_on_every_kind"}
     for name, r in sorted(results.items()):
-        for key, value in (r.get("targets") or {}).items() if isinstance(r, dict) else ():
+        targets = (r.get("targets") or r.get("targets_met") or {}) if isinstance(r, dict) else {}
+        for key, value in targets.items():
             if key in shown:
                 continue
             if isinstance(value, bool):
