@@ -124,8 +124,10 @@ _STILL = re.compile(
     r"same (?:error|problem|issue|result)|again the same|didn'?t (?:do|apply|change) anything|"
     r"that (?:broke|breaks)|(?:you|it) broke|made (?:it|things) worse|not (?:fixed|solved|resolved)|"
     r"makes? (?:no|zero) sense|doesn'?t make (?:any )?sense|not making sense|did not even make sense|"
-    r"仍然|依然|还是|没有生效|没生效|不起作用|没用|まだ|効かない|furt|pořád|stále|toujours pas|ne marche pas|"
-    r"ne fonctionne pas|sigue sin|todavía no|immer noch|funktioniert nicht)",
+    r"furt|pořád|stále|toujours pas|ne marche pas|ne fonctionne pas|nefunguje|sigue sin|todavía no|immer noch|"
+    r"funktioniert nicht|no longer (?:works?|working|shows?|runs?)|not any ?more)"
+    # CJK characters are word characters, so a \b before them would fail after another CJK character
+    r"|仍然|依然|还是|没有生效|没生效|不起作用|没用|まだ|効かない",
 )
 _REDIRECT = re.compile(
     r"(?:\binstead of\b|\brather than\b|\bsupposed to\b|(?<!what )\bi (?:said|asked for|told you)\b|\bnot what i\b|"
@@ -142,6 +144,39 @@ _ERROR_SHAPE = re.compile(
     r"Uncaught|Unhandled|panicked|Segmentation fault|status code:? ?[45]\d\d|\b[45]\d\d (?:Method|Not|Internal|Bad))",
 )
 _ERROR_WORD = re.compile(r"(?:error|errors|erreur|chyba|chybu|错误|报错|エラー|exception|crash|plante|fails?\b|failing)")
+# A failure reported in words, not pasted: "I get this error", "an error pops up when I run it",
+# "now I have: Module not found", "it stalls at this stage", "my config crashes on …".
+_FAILURE_REPORT = re.compile(
+    r"(?:\b(?:i|we) (?:still |now |keep |always )?(?:get|got|getting|am getting|'m getting|see|have|receive)\b[^.\n]{0,40}?"
+    r"\b(?:errors?|exception|warnings?|crash\w*)\b|"
+    r"\berrors? (?:pops?|popped|appears?|appeared|shows?|showed|occurs?|occurred|comes? up|came up|happens?|is thrown)|"
+    r"\bnow i (?:have|get|see)\b[^\n]{0,12}(?:error|not found|exception|failed|undefined)|"
+    r"\b(?:it|this|that|the (?:app|page|build|site|server|script|program)) (?:now |still |just )?"
+    r"(?:stalls|hangs|freezes|crashes|fails|throws|breaks)\b|\b(?:stalls|hangs|freezes) (?:at|on|after|when)\b|"
+    r"\bplante\b|\bn'existe (?:pas|plus)\b|\bnefunguje\b|报错|出错)",
+)
+# The answer before asked for the log or error text: pasting it is the requested input, not a correction.
+_ASKED_FOR_OUTPUT = re.compile(
+    r"(?:paste|share|provide|send|show me|post|copy|run)\b[^.?!\n]{0,60}\b(?:error|log|output|message|traceback|console|"
+    r"stack|terminal)"
+)
+_EDITED = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
+_FILE = re.compile(
+    r"[\w\-]{1,60}\.(?:tsx?|jsx?|mjs|py|rb|cs|html?|css|scss|json|java|go|rs|astro|vue|php|c|cc|cpp|h|kt|swift|sh|ya?ml|toml|csproj)\b"
+)
+# Complaints and redirects without a rejecting opener.
+_COMPLAINT = re.compile(
+    r"(?:\b(?:it|this|that|they) should (?:only|not|never)\b|\bshould(?:n'?t| not) (?:be|have|show|use|appear|display)\b|"
+    r"\bso that it (?:does not|doesn'?t|won'?t|will not)\b|\bwhy (?:not|isn'?t|doesn'?t|didn'?t|is it not|does it not)\b|"
+    r"nothing you(?:'re| are) saying|\byou think so\b|\bare you sure\b|\bthat'?s not (?:true|right)\b|\bit'?s actually\b|"
+    r"\b(?:a (?:bit|little)|slightly|trochu|un peu) (?:more|less|higher|lower|bigger|smaller|up|down|left|right|wider)\b|"
+    r"\b(?:odsa\w*|posu\w*|zarovn\w*) [^.\n]{0,20}\btrochu\b|\btrochu [^.\n]{0,20}\b(?:odsa\w*|posu\w*|zvrchu|zespodu|od spodu)|"
+    r"\b(?:in|use|using) (?:the )?search ?/ ?replace\b|\bsearch ?/ ?replace (?:format|blocks?)\b|"
+    r"\b(?:modify|edit|update|change) the files? directly\b|\bapply (?:the|your|those) (?:changes|edits) directly\b|"
+    r"\bpresque\b|\balmost there\b)"
+    r"|请直接|直接修改|直接更新|search[^。，\n]{0,30}replace[^。，\n]{0,5}格式|也要改|还是没|稍微",
+)
+_EMPHATIC = re.compile(r"\b(?:ALL|ONLY|EVERY|NOT|STILL|NEVER)\b")
 _ACK = re.compile(
     r"^(?:<think>\s{0,5})?(?:\W{0,3})(?:you'?re (?:absolutely |completely |quite )?(?:right|correct)|"
     r"you are (?:absolutely |completely |quite )?(?:right|correct)|my apologies|i apologi[sz]e|apologies|"
@@ -163,8 +198,10 @@ def rule_hits(w: Window) -> tuple[str, ...]:
         hits.append("redirect")
     if _ACK.search(w.assistant[:ASSISTANT_HEAD].lower()):
         hits.append("ack")
-    if _reported_failure(w):
+    if _reported_failure(w) or _failure_in_words(w):
         hits.append("failure")
+    if _COMPLAINT.search(user[:300]) or (len(user) < 200 and _EMPHATIC.search(w.user[:200])):
+        hits.append("complaint")
     if similarity(w.user, w.prev_user) >= 0.4:
         hits.append("rephrase")
     if similarity(w.assistant, w.prev_assistant, ASSISTANT_HEAD, 60) >= 0.6:
@@ -187,6 +224,23 @@ def _reported_failure(w: Window) -> bool:
     if not has_error_shape(w.user):
         return False
     return _code_overlap(w) >= 0.34
+
+
+def _failure_in_words(w: Window) -> bool:
+    """A failure described near the start of the message, right after an answer that edited code.
+
+    Either reported in words ("I get this error", "it stalls at …") or naming a file the previous answer
+    touched next to an error word; never when that answer asked for the error or log.
+    """
+    head = w.user[:200]
+    prev = w.prev_assistant[:PREV_HEAD]
+    if not _EDITED.search(prev) or _ASKED_FOR_OUTPUT.search(prev[-400:].lower()):
+        return False
+    if _FAILURE_REPORT.search(head.lower()):
+        return True
+    if not _ERROR_WORD.search(head.lower()):
+        return False
+    return bool({f.lower() for f in _FILE.findall(head)} & {f.lower() for f in _FILE.findall(prev)})
 
 
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,60}(?:\.[A-Za-z]\w{0,15})?")
@@ -423,7 +477,7 @@ def detect_with(model: dict):
     return run
 
 
-STRONG_RULES = ("opener", "still", "ack", "failure", "redirect", "rephrase", "echo")
+STRONG_RULES = ("opener", "still", "ack", "failure", "redirect", "complaint", "rephrase", "echo")
 
 
 def gate(w: Window) -> Detection | None:
@@ -459,7 +513,7 @@ def _detect(w: Window, model: dict | None = None) -> Detection:
 
 
 def _is_rephrase(w: Window, hits: tuple[str, ...]) -> bool:
-    if any(h in hits for h in ("still", "opener", "failure", "ack")):
+    if any(h in hits for h in ("still", "opener", "failure", "ack", "complaint")):
         return False
     return "rephrase" in hits or "echo" in hits
 
