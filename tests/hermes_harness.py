@@ -34,6 +34,7 @@ class StubLLM:
     def __init__(self, default: str = "stub answer"):
         self.default = default
         self.replies: list[str] = []
+        self.reply_when: dict[str, str] = {}  # a fixed answer for requests whose messages contain the key
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -49,6 +50,10 @@ class StubLLM:
     def next_reply(self, body: dict) -> str:
         with self._lock:
             self.requests.append(body)
+            text = json.dumps(body.get("messages", []))
+            for needle, reply in self.reply_when.items():
+                if needle in text:
+                    return reply
             return self.replies.pop(0) if self.replies else self.default
 
     def _handler(self):

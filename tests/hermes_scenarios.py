@@ -30,6 +30,7 @@ class LogTap(logging.Handler):
 def run(spec: dict) -> dict:
     home = Path(os.environ["HERMES_HOME"])
     stub = StubLLM(default=spec.get("default_reply", "stub answer"))
+    stub.reply_when.update(spec.get("reply_when", {}))
     write_home(home, stub.base_url, spec.get("plugins", ["ichor"]))
     for name in spec.get("install_dirs", []):
         _install_directory_plugin(home, name)

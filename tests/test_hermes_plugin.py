@@ -44,7 +44,8 @@ def test_correction_gives_one_pending_pair(tmp_path):
     assert pairs[0]["prompt"] == [{"role": "user", "content": ASK}] and pairs[0]["user_said"] == CORRECTION
     assert [p["platform"] for p in pairs] == ["cli", "telegram"]
     # the CLI pair's card went to the terminal; the telegram one had no chat to go to and waits for review
-    assert "ichor · captured pair #1" in report["stdout"] and "/ichor keep 1 · share 1 · discard 1" in report["stdout"]
+    assert "ichor · captured pair #1" in report["stdout"]
+    assert "/ichor keep 1 · share 1 · discard 1" in report["stdout"]
     assert "captured pair #2" not in report["stdout"]
     manifest = yaml.safe_load(MANIFEST.read_text())  # the manifest declares exactly what was registered
     assert report["plugin"]["hooks"] == sorted(manifest["provides_hooks"])
@@ -104,7 +105,7 @@ def test_session_finalize_drops_session_state(tmp_path):
 
 def test_opt_in_model_label_is_one_call_per_pair(tmp_path):
     report = loop(tmp_path, session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), turn("ok thanks", "You're welcome")),
-                  settings={"llm_labels": True}, default_reply="Ignored sort order.")
+                  settings={"llm_labels": True}, reply_when={"Name the kind of mistake": "Ignored sort order."})
     [pair] = report["pairs"]
     assert pair["label"] == "ignored sort order"
     assert len(report["model_calls"]) == 4  # three turns and one label call
