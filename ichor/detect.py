@@ -150,7 +150,7 @@ _FAILURE_REPORT = re.compile(
     r"(?:\b(?:i|we) (?:still |now |keep |always )?(?:get|got|getting|am getting|'m getting|see|have|receive)\b[^.\n]{0,40}?"
     r"\b(?:errors?|exception|warnings?|crash\w*)\b|"
     r"\berrors? (?:pops?|popped|appears?|appeared|shows?|showed|occurs?|occurred|comes? up|came up|happens?|is thrown)|"
-    r"\bnow i (?:have|get|see)\b[^\n]{0,12}(?:error|not found|exception|failed|undefined)|"
+    r"\bnow i (?:have|get|see)\b[^\n]{0,12}(?:error|not found|exception|failed|undefined|cannot|can'?t (?:find|resolve))|"
     r"\b(?:it|this|that|the (?:app|page|build|site|server|script|program)) (?:now |still |just )?"
     r"(?:stalls|hangs|freezes|crashes|fails|throws|breaks)\b|\b(?:stalls|hangs|freezes) (?:at|on|after|when)\b|"
     r"\bplante\b|\bn'existe (?:pas|plus)\b|\bnefunguje\b|报错|出错)",

@@ -61,6 +61,60 @@ def test_assistant_admitting_a_mistake_marks_a_correction():
     assert "ack" in got.layers
 
 
+def test_failure_reported_in_words_after_an_edit_is_a_correction():
+    for user in (
+        "I get this error when I start it: KeyError 'port'",
+        "an error pops up as soon as I launch the app",
+        "now I have: cannot find module toml",
+        "it hangs at the loading step",
+        "there's an error in parser.py on startup",
+        "ça plante au démarrage",
+    ):
+        got = kind(user)
+        assert got.kind == "correction", user
+        assert "failure" in got.layers, user
+
+
+def test_error_the_assistant_asked_for_is_not_a_pair():
+    asked = CODE_ANSWER + "\nIf it still fails, please paste the full error output here."
+    got = kind("I get this error: KeyError 'port' in main", prev_assistant=asked)
+    assert "failure" not in got.layers
+    assert got.kind == "none"
+
+
+def test_error_after_an_answer_without_edits_is_not_a_failure_report():
+    got = kind("I get an error when I start the server", prev_assistant="You could try another port.")
+    assert "failure" not in got.layers
+    assert got.kind == "none"
+
+
+def test_complaints_without_an_opener_are_corrections():
+    for user in (
+        "it should only show the active tab",
+        "rewrite the loader so that it does not read the env file",
+        "are you sure? the docs say the default is 30",
+        "move the logo a bit more to the left",
+        "list ALL the endpoints please",
+        "please use SEARCH/REPLACE blocks for that",
+        "请直接修改文件",
+        "但是按钮仍然不显示",
+        "the toolbar no longer shows up",
+    ):
+        got = kind(user)
+        assert got.kind == "correction", user
+        assert {"complaint", "still"} & set(got.layers), user
+
+
+def test_new_requests_with_should_or_caps_are_not_pairs():
+    for user in (
+        "add a settings page; there should be a save button at the bottom",
+        "create a new endpoint for the user list",
+        "thanks! now add a dark mode toggle",
+        "Add an API for orders that returns JSON",
+    ):
+        assert kind(user).kind == "none", user
+
+
 def test_positive_has_a_short_label():
     got = kind("it still fails on startup")
     assert got.label == "still failing"

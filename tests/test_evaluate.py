@@ -75,6 +75,6 @@ def test_held_out_sources_meet_the_quality_target():
     m = evaluate(held_out, detector=detect_with(model))
     precision, recall = m["overall"]["precision"]["value"], m["overall"]["recall"]["value"]
     assert precision >= 0.90, format_report(m)
-    # The issue asks for recall >= 0.80; on sources the model never saw we reach about 0.42
-    # (see docs/detector.md). This guards the level reached, so a regression still fails.
-    assert recall >= 0.35, format_report(m)
+    # The issue asks for recall >= 0.80; on the held-out sources we measure 0.84 (16/19, see
+    # docs/detector.md). The floor sits a few points under it, so a regression still fails.
+    assert recall >= 0.78, format_report(m)
