@@ -37,7 +37,7 @@ DEFAULT_REPO = "ichor-pairs"
 
 
 def parse_id(text: str) -> int:
-    if not text.isdigit() or int(text) == 0:
+    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:  # "²" and huge ids crashed
         raise CommandError(f"not a pair id: {text!r} (ids are positive whole numbers)")
     return int(text)
 

@@ -29,10 +29,12 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
 
 
-def reachable_by_others(path: Path) -> bool:
-    """Whether a user other than the owner could read ``path``: every folder above it lets others through
-    (o+x) and the file itself lets others read (o+r)."""
+def reachable_by_others(path: Path, root: Path) -> bool:
+    """Whether a user other than the owner could read ``path`` if ``root`` were open to them: every folder
+    between ``root`` and the file lets others through (o+x) and the file lets others read (o+r)."""
     for folder in path.parents:
+        if folder == root:
+            break
         if not mode(folder) & stat.S_IXOTH:
             return False
     return bool(mode(path) & stat.S_IROTH)
@@ -69,25 +71,24 @@ def test_an_existing_loose_store_folder_is_tightened(tmp_path):
     assert mode(folder) == 0o700
 
 
-def test_default_export_is_unreadable_to_other_users(home, store, usual_umask):
+def test_default_export_is_unreadable_to_other_users(tmp_path, home, store, usual_umask):
     store.set_status(store.add_pair(new_pair(1)).id, "kept")
     assert main(["export"]) == 0
     written = [p for p in paths.exports_dir().rglob("*") if p.is_file()]
     assert {p.name for p in written} >= {"dpo.jsonl", "dpo_train.jsonl", "dpo_eval.jsonl", "pairs.jsonl"}
-    assert [p for p in written if reachable_by_others(p)] == []
+    assert [p for p in written if reachable_by_others(p, tmp_path)] == []
 
 
-def test_reachable_by_others_can_tell(tmp_path):
-    open_file = tmp_path / "open" / "f.txt"
-    open_file.parent.mkdir()
+def test_reachable_by_others_can_tell(tmp_path, usual_umask):
+    open_file = tmp_path / "a" / "b" / "f.txt"
+    open_file.parent.mkdir(parents=True, mode=0o755)
     open_file.write_text("x")
-    for folder in [*reversed(open_file.parents)][-4:]:
-        if os.access(folder, os.W_OK):
-            os.chmod(folder, mode(folder) | 0o005)
-    os.chmod(open_file, 0o644)
-    assert reachable_by_others(open_file)
-    os.chmod(open_file.parent, 0o700)
-    assert not reachable_by_others(open_file)
+    assert reachable_by_others(open_file, tmp_path)
+    os.chmod(open_file.parent.parent, 0o700)
+    assert not reachable_by_others(open_file, tmp_path)
+    os.chmod(open_file.parent.parent, 0o755)
+    os.chmod(open_file, 0o600)
+    assert not reachable_by_others(open_file, tmp_path)
 
 
 # ------------------------------------------------------------------------ SQL is parameterised

@@ -159,6 +159,7 @@ def no_token(monkeypatch):
 @given(argstrings=st.lists(any_text | st.builds(lambda v, a: " ".join([v, *a]), verbs, st.lists(arg_words, max_size=3)),
                            min_size=1, max_size=6),
        scope=st.none() | any_text)
+@example(argstrings=["keep 9223372036854775808", "share ²", "discard ٣", "keep 00"], scope=None)
 def test_ichor_command_never_raises_and_always_answers_text(no_token, argstrings, scope):
     with fresh_store() as store:
         for n in range(3):
