@@ -45,6 +45,7 @@ class IchorEnvConfig(BaseEnvConfig):
     temperature: float = Field(1.0, description="sampling temperature for rollouts")
     weight_anchor: float = Field(DEFAULT_WEIGHTS["anchor"], description="+1 matches accepted, -1 matches rejected")
     weight_embedding: float = Field(DEFAULT_WEIGHTS["embedding"], description="MiniLM cos margin")
+    weight_preference: float = Field(DEFAULT_WEIGHTS["preference"], description="Bradley-Terry head on MiniLM")
     weight_judge: float = Field(DEFAULT_WEIGHTS["judge"], description="pairwise judge on the policy server")
     weight_truncation: float = Field(DEFAULT_WEIGHTS["truncation"], description="penalty for finish_reason=length")
     weight_repetition: float = Field(DEFAULT_WEIGHTS["repetition"], description="penalty for repeated n-grams")
@@ -138,6 +139,7 @@ class IchorEnv(BaseEnv):
         self.items = [r for r in rows if split == "all" or r.get("split", "train") == split] or rows
         self.eval_items = [r for r in rows if r.get("split") == "eval"]
         self.pool = [r for r in rows if r.get("split") != "eval"] or rows
+        self.reward.fit_preference(self.pool)
         random.Random(self.config.seed).shuffle(self.items)
         self.iter = 0
 
@@ -167,12 +169,13 @@ class IchorEnv(BaseEnv):
         terms = self.reward.per_term(rollouts, anchors, judge)
         return self.reward.combine(terms), terms
 
-    async def score(self, item: dict, rollouts: list[Rollout]) -> list[float]:
+    async def score(self, item: dict, rollouts: list[Rollout]) -> tuple[list[float], list[float]]:
+        """(mean-centred scores for the trainer, raw combined rewards for the record)."""
         combined, terms = await self.raw_scores(item, rollouts)
         for name, values in terms.items():
             self.term_buffer[name].extend(values)
         self.score_buffer.extend(combined)
-        return mean_centre(combined)
+        return mean_centre(combined), combined
 
     async def sample(self, messages: list[dict], n: int, split: str) -> tuple[list[Rollout], list | None]:
         """``n`` answers; with a managed vllm/sglang server, also the sampled ids, masks and logprobs."""
@@ -188,10 +191,11 @@ class IchorEnv(BaseEnv):
 
     async def collect_trajectories(self, item: dict):
         rollouts, nodes = await self.sample(item["messages"], self.config.group_size, "train")
-        scores = await self.score(item, rollouts)
+        scores, raw = await self.score(item, rollouts)
         if len({round(s, 9) for s in scores}) <= 1:
             return None, []
-        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[])
+        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[],
+                                overrides=[{"raw_score": r, "finish_reason": x.finish_reason} for r, x in zip(raw, rollouts)])
         for i, (rollout, score) in enumerate(zip(rollouts, scores)):
             if nodes is not None:
                 tokens, masks = list(nodes[i].tokens), list(nodes[i].masked_tokens)
@@ -220,11 +224,15 @@ class IchorEnv(BaseEnv):
         return out
 
     async def win_rate(self, rows: list[dict]) -> tuple[float, list[dict]]:
-        """How often a fresh policy answer out-scores the rejected answer, under the pair's own anchors."""
+        """How often a fresh policy answer out-scores the rejected answer under the measured reward:
+        anchored on the nearest *other* pairs, so the rejected answer is not marked down for being itself."""
         wins, total, samples = 0, 0, []
         for row in rows:
             rollouts, _ = await self.sample(row["messages"], self.config.eval_samples, "eval")
-            combined, _ = await self.raw_scores(row, [*rollouts, Rollout(row["rejected"], "stop")])
+            candidates = [*rollouts, Rollout(row["rejected"], "stop")]
+            anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
+            judge = await self.judge.score(self.complete, row["messages"], candidates, anchors) if self.judge else None
+            combined = self.reward.score(candidates, anchors, judge)
             for rollout, value in zip(rollouts, combined[:-1]):
                 won = value > combined[-1]
                 wins += won

@@ -8,6 +8,8 @@ so the figure says how well the reward ranks answers it was not handed.
 - ``AnchorReward``: +1 for a rollout that matches the accepted answer, -1 for the rejected one.
 - ``EmbeddingMarginReward``: cos(rollout, accepted) - cos(rollout, rejected) with all-MiniLM-L6-v2,
   run offline in numpy (``MiniLMEmbedder``).
+- ``PreferenceHeadReward``: a Bradley-Terry head on those embeddings, fitted on the user's training
+  pairs; it carries what accepted answers have in common across prompts.
 - ``JudgeReward``: the policy server asked "which answer is better", in both orders.
 - ``TruncationPenalty`` and ``RepetitionPenalty``.
 - ``CombinedReward``: the weighted sum (weights from ``params.yaml`` ``reward.weights``), and
@@ -27,8 +29,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TERMS = ("anchor", "embedding", "judge", "truncation", "repetition")
-DEFAULT_WEIGHTS = {"anchor": 1.0, "embedding": 1.0, "judge": 0.0, "truncation": 0.5, "repetition": 0.5}
+TERMS = ("anchor", "embedding", "preference", "judge", "truncation", "repetition")
+DEFAULT_WEIGHTS = {"anchor": 1.0, "embedding": 1.0, "preference": 1.0, "judge": 0.0, "truncation": 0.5,
+                   "repetition": 0.5}
 
 
 @dataclass
@@ -113,6 +116,41 @@ class EmbeddingMarginReward:
         return out
 
 
+class PreferenceHeadReward:
+    """tanh(w · e(answer)): w is a logistic (Bradley-Terry) fit of e(accepted) - e(rejected) > 0.
+
+    Fitted with numpy on the training pairs only, L2-regularised; with no pairs w = 0 (a constant).
+    """
+
+    name = "preference"
+
+    def __init__(self, embedder: "MiniLMEmbedder", w=None):
+        import numpy as np
+
+        self.embedder = embedder
+        self.w = np.zeros(384) if w is None else w
+
+    @classmethod
+    def fit(cls, embedder: "MiniLMEmbedder", rows: Sequence[dict], l2: float = 0.1, steps: int = 1500,
+            lr: float = 0.5) -> "PreferenceHeadReward":
+        import numpy as np
+
+        diffs = [embedder.embed(r["accepted"]) - embedder.embed(r["rejected"]) for r in rows]
+        if not diffs:
+            return cls(embedder)
+        x = np.array(diffs)
+        w = np.zeros(x.shape[1])
+        for _ in range(steps):
+            grad = -(x.T @ (1.0 / (1.0 + np.exp(x @ w)))) / len(x) + l2 * w
+            w -= lr * grad
+        return cls(embedder, w)
+
+    def score(self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor] = ()) -> list[float]:
+        import numpy as np
+
+        return [float(np.tanh(self.w @ self.embedder.embed(r.text))) for r in rollouts]
+
+
 @dataclass
 class StringSimilarityReward:
     """The original plugin's reward, difflib similarity to the accepted answer: the baseline."""
@@ -126,12 +164,12 @@ class StringSimilarityReward:
 
 @dataclass
 class TruncationPenalty:
-    """-1 for a rollout cut off by ``max_tokens`` (finish_reason == "length")."""
+    """-1 for a rollout cut off by ``max_tokens`` (finish_reason == "length"), or with no text at all."""
 
     name: str = "truncation"
 
     def score(self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor] = ()) -> list[float]:
-        return [-1.0 if r.finish_reason == "length" else 0.0 for r in rollouts]
+        return [-1.0 if r.finish_reason == "length" or not r.text.strip() else 0.0 for r in rollouts]
 
 
 @dataclass
@@ -220,6 +258,7 @@ class CombinedReward:
 
     weights: dict = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     embedder: "MiniLMEmbedder | None" = None
+    preference: PreferenceHeadReward | None = None
 
     def __post_init__(self):
         unknown = set(self.weights) - set(TERMS)
@@ -231,9 +270,14 @@ class CombinedReward:
         self.terms = {
             "anchor": AnchorReward(),
             "embedding": EmbeddingMarginReward(self.embedder),
+            "preference": self.preference or PreferenceHeadReward(self.embedder),
             "truncation": TruncationPenalty(),
             "repetition": RepetitionPenalty(),
         }
+
+    def fit_preference(self, rows: Sequence[dict]) -> None:
+        """Fit the preference head on ``rows`` (the training pairs: never the ones it is measured on)."""
+        self.terms["preference"] = self.preference = PreferenceHeadReward.fit(self.embedder, rows)
 
     @property
     def uses_judge(self) -> bool:
@@ -311,6 +355,19 @@ def minilm_dir() -> Path:
     return folder
 
 
+def _single_thread_blas():
+    """A context manager that keeps BLAS on one thread: these matrices are small, and on a busy
+    machine a multi-threaded BLAS spends ~10x longer spinning than multiplying."""
+    import contextlib
+
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return contextlib.nullcontext
+    controller = ThreadpoolController()
+    return lambda: controller.limit(limits=1, user_api="blas")
+
+
 class MiniLMEmbedder:
     """sentence-transformers/all-MiniLM-L6-v2 as a numpy forward pass: BERT, mean-pool, L2-normalise.
 
@@ -331,6 +388,7 @@ class MiniLMEmbedder:
         self.tok.no_padding()
         self.tok.enable_truncation(max_length=min(max_tokens, config["max_position_embeddings"]))
         self.cache: dict[str, object] = {}
+        self.limit_threads = _single_thread_blas()
 
     @classmethod
     def load(cls) -> "MiniLMEmbedder":
@@ -373,7 +431,8 @@ class MiniLMEmbedder:
 
     def embed(self, text: str):
         if text not in self.cache:
-            self.cache[text] = self._forward(text)
+            with self.limit_threads():
+                self.cache[text] = self._forward(text)
         return self.cache[text]
 
     def cosine(self, a: str, b: str) -> float:
@@ -413,11 +472,10 @@ def pairwise_accuracy(eval_rows: Sequence[dict], pool: Sequence[dict], reward: C
     reported. ``judge`` (optional) holds the judge's [accepted, rejected] scores per row.
     """
     baseline = baseline or StringSimilarityReward()
-    embedder = reward.embedder
     wins = {t: 0 for t in (*TERMS, "combined", "baseline")}
     ties = dict.fromkeys(wins, 0)
     for i, row in enumerate(eval_rows):
-        anchors = neighbour_anchors(row, pool, embedder, k)
+        anchors = neighbour_anchors(row, pool, reward.embedder, k)
         pair = [Rollout(row["accepted"], "stop"), Rollout(row["rejected"], "stop")]
         terms = reward.per_term(pair, anchors, judge[i] if judge is not None else None)
         results = {**terms, "combined": reward.combine(terms), "baseline": baseline.score(pair, anchors)}
