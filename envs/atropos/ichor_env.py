@@ -133,8 +133,14 @@ class IchorEnv(BaseEnv):
 
     # ------------------------------------------------------------------------------------- data
 
+    def pairs_file(self) -> Path:
+        """The configured pairs, or the ``pairs.jsonl`` beside this file (an exported atropos_env/ folder)."""
+        configured = Path(self.config.pairs_path)
+        beside = Path(__file__).resolve().parent / "pairs.jsonl"
+        return beside if not configured.is_file() and beside.is_file() else configured
+
     async def setup(self):
-        rows = load_pairs(self.config.pairs_path)
+        rows = load_pairs(self.pairs_file())
         split = self.config.train_split
         self.items = [r for r in rows if split == "all" or r.get("split", "train") == split] or rows
         self.eval_items = [r for r in rows if r.get("split") == "eval"]
