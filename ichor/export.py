@@ -43,7 +43,7 @@ _ACK_OPENER = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _SECOND_ACK = re.compile(
-    r"\A\s*(?:i\s+(?:apologi[sz]e|misunderstood|made\s+a\s+mistake)[^.!\n]{0,120}[.!]|"
+    r"\A\s*(?:i\s+(?:apologi[sz]e|misunderstood|misread|was\s+wrong|made\s+a\s+mistake)[^.!\n]{0,120}[.!]|"
     r"(?:that|this)\s+was\s+(?:my\s+)?(?:mistake|wrong|an\s+error)[^.!\n]{0,80}[.!])\s*",
     re.IGNORECASE,
 )
@@ -165,19 +165,36 @@ def _jsonl_files(source: Path) -> list[Path]:
     raise ExportError(f"{source}: no such file or folder")
 
 
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    lineno = 0
+    with open(path, encoding="utf-8") as fh:
+        try:
+            for lineno, line in enumerate(fh, 1):
+                yield lineno, line
+        except UnicodeDecodeError:
+            raise ExportError(f"{path}: not UTF-8 text (after line {lineno})") from None
+
+
 def load_records(source: str | os.PathLike) -> Iterator[dict]:
     """Stream validated records from a ``.jsonl`` file or a folder of them (recursively, sorted)."""
     for path in _jsonl_files(Path(source)):
-        with open(path, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                where = f"{path}:{lineno}"
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ExportError(f"{where}: not valid JSON ({exc.msg})") from None
-                yield validate_record(record, where)
+        for lineno, line in _numbered_lines(path):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ExportError(f"{where}: not valid JSON ({exc.msg})") from None
+            except RecursionError:
+                raise ExportError(f"{where}: JSON nested too deeply") from None
+            yield validate_record(record, where)
+
+
+def _private_writer(path: Path):
+    """A text file only its owner can read; a lone surrogate is written as its JSON escape."""
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
 
 
 class _Writers:
@@ -187,10 +204,10 @@ class _Writers:
         self.out_dir = out_dir
         (out_dir / "atropos").mkdir(parents=True, exist_ok=True)
         self.files = {
-            "dpo": open(out_dir / "dpo.jsonl", "w", encoding="utf-8"),
-            "train": open(out_dir / "dpo_train.jsonl", "w", encoding="utf-8"),
-            "eval": open(out_dir / "dpo_eval.jsonl", "w", encoding="utf-8"),
-            "atropos": open(out_dir / "atropos" / "pairs.jsonl", "w", encoding="utf-8"),
+            "dpo": _private_writer(out_dir / "dpo.jsonl"),
+            "train": _private_writer(out_dir / "dpo_train.jsonl"),
+            "eval": _private_writer(out_dir / "dpo_eval.jsonl"),
+            "atropos": _private_writer(out_dir / "atropos" / "pairs.jsonl"),
         }
 
     def write(self, name: str, row: dict) -> None:

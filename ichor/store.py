@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -32,6 +33,7 @@ STATUSES = ("pending", "kept", "shared", "uploaded")
 KINDS = ("correction", "retry", "undo")
 EXPORTED_STATUSES = ("kept", "shared", "uploaded")
 DATA_FILE_PREFIX = "ichor-"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class StoreError(Exception):
@@ -107,6 +109,13 @@ def _row_to_pair(row: tuple) -> Pair:
     (pid, uid, status, kind, label, said, prompt, rejected, accepted, platform, session, scrubbed, ct, ut, ref) = row
     return Pair(pid, uid, status, kind, label, said, json.loads(prompt), rejected, accepted, platform, session,
                 json.loads(scrubbed), ct, ut, ref)
+
+
+def _valid_text(text: str | None) -> str | None:
+    """SQLite stores UTF-8 only: a lone surrogate (say, from a JSON ``\\ud800`` escape) becomes U+FFFD."""
+    if text is None:
+        return None
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _create_private_file(path: Path) -> None:
@@ -215,8 +224,9 @@ class Store:
             "INSERT OR IGNORE INTO pairs (uid, fingerprint, status, kind, label, user_said, prompt_json, rejected, "
             "accepted, platform, session_id, scrubbed_json, created_at, updated_at) "
             "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (uuid.uuid4().hex, fp, new.kind, new.label, new.user_said, json.dumps(new.prompt), new.rejected,
-             new.accepted, new.platform, new.session_id, json.dumps(new.scrubbed), now, now),
+            (uuid.uuid4().hex, fp, new.kind, _valid_text(new.label), _valid_text(new.user_said),
+             json.dumps(new.prompt), _valid_text(new.rejected), _valid_text(new.accepted), _valid_text(new.platform),
+             _valid_text(new.session_id), json.dumps(new.scrubbed), now, now),
         )
         return _row_to_pair(self._read(f"SELECT {_COLUMNS} FROM pairs WHERE fingerprint = ?", (fp,))[0])
 
@@ -333,11 +343,15 @@ class Store:
         paths.ensure_private_dir(target.parent)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         fd = os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
+                fh.write(body)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)  # never leave a copy of the pair's text behind
+            raise
 
     def _remove_data_file(self, uid: str) -> None:
         try:

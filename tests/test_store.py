@@ -255,3 +255,23 @@ def test_a_writer_killed_mid_write_leaves_a_sound_database(tmp_path):
     stored = [r[0] for r in conn.execute("SELECT uid FROM pairs")]
     assert len(stored) == len(set(stored))
     assert set(acknowledged) <= set(stored)
+
+
+def test_a_lone_surrogate_is_stored_as_a_replacement_character(store):
+    pair = store.add_pair(new_pair(1, user_said="no\ud800", accepted="pnpm\udfff install"))
+    again = store.get(pair.id)
+    assert (again.user_said, again.accepted) == ("no\ufffd", "pnpm\ufffd install")
+    store.set_status(pair.id, "kept")
+    assert "\ufffd" in store.data_file(pair.uid).read_text(encoding="utf-8")
+
+
+def test_a_failed_data_file_write_leaves_no_copy_behind(store, monkeypatch):
+    pair = store.add_pair(new_pair(1))
+
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("ichor.store.os.fsync", full_disk)
+    with pytest.raises(OSError):
+        store.set_status(pair.id, "kept")
+    assert list(store.data_dir.iterdir()) == []
