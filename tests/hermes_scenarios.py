@@ -112,15 +112,16 @@ def _break_store() -> None:
     def broken(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    _INTACT["init"] = store.Store.__init__
-    store.Store.__init__ = broken
+    for name in ("__init__", "_read", "_write"):  # opening, and every query of a store already open
+        _INTACT.setdefault(name, getattr(store.Store, name))
+        setattr(store.Store, name, broken)
 
 
 def _mend_store() -> None:
     from ichor import store
 
-    if "init" in _INTACT:
-        store.Store.__init__ = _INTACT.pop("init")
+    for name in list(_INTACT):
+        setattr(store.Store, name, _INTACT.pop(name))
 
 
 def _discover(spec: dict | None = None):

@@ -16,8 +16,11 @@ opened at call time from Hermes' active home, so each profile keeps its own pair
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import threading
+from pathlib import Path
 
 from .. import card, commands
 from ..capture import Tracker, Turn
@@ -43,8 +46,30 @@ def hermes_home():
     return get_hermes_home()
 
 
-def open_store() -> Store:
-    return Store.open(hermes_home())
+_STORES: dict[Path, Store] = {}
+_STORES_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def open_store():
+    """The active profile's store, kept open between turns.
+
+    Opening per call would close the last connection each time, and closing the last connection to
+    a WAL database checkpoints and syncs it: tens of milliseconds on a turn that captured a pair.
+    A store that fails is dropped, so the next call opens it afresh.
+    """
+    home = Path(hermes_home())
+    with _STORES_LOCK:
+        store = _STORES.get(home)
+        if store is None:
+            store = _STORES[home] = Store.open(home)
+    try:
+        yield store
+    except Exception:
+        with _STORES_LOCK:
+            if _STORES.get(home) is store:
+                del _STORES[home]
+        raise
 
 
 def guarded(fallback=None):
