@@ -197,8 +197,3 @@ def register(ctx) -> None:
         ctx.register_hook(name, getattr(plugin, name))
     ctx.register_command(COMMAND, plugin.command, description=COMMAND_HELP, args_hint=COMMAND_HINT)
     ACTIVE = plugin
-
-
-# Hermes 0.19 loads an entry point's object and then looks up ``register`` on it; with the entry point
-# ``ichor.hermes:register`` that object is this function, so it answers for itself.
-register.register = register
