@@ -438,6 +438,9 @@ _LABELS = (
 def mistake_label(user, prev_assistant) -> str:
     """A 2-4 word description of the mistake, from the user's own words where possible."""
     text = _cut(user)[:USER_HEAD].lower()
+    for pattern, label in _TOOL_LABELS:
+        if pattern.search(text):
+            return label
     for pattern, head in _SLOT_LABELS:
         found = pattern.search(text)
         words = [g for g in found.groups() if g and g not in _STOP] if found else []
@@ -453,6 +456,17 @@ _SLOT = r" (?:the |a |an |to )?([a-z][a-z-]{1,20})(?: ([a-z][a-z-]{1,20}))?"
 _SLOT_LABELS = (
     (re.compile(r"\bwrong" + _SLOT), "wrong"),
     (re.compile(r"\b(?:forgot|missed|missing|you left out)" + _SLOT), "missing"),
+    (re.compile(r"\bmake (?:it|them|this|that)" + _SLOT), "wanted"),
+    (re.compile(r"^(?:no|nope|not that)?[,.!]? ?(?:just |please )?use" + _SLOT), "should use"),
+)
+# A named tool or language in a redirect says what kind of mistake it was better than the words around it.
+_TOOL_LABELS = (
+    (re.compile(r"\b(?:python|node|java|go|ruby|php) ?v?\d+(?:\.\d+)?\b|\bversion \d"), "wrong version"),
+    (re.compile(r"(?:^|\s)--?[a-z][\w-]{0,30}\b"), "missing option"),
+    (re.compile(r"\b(?:use|with|instead|not|prefer|switch to)\b.{0,40}?\b(?:npm|pnpm|yarn|bun|pip3?|pipx|poetry|uv"
+                r"|conda|brew|apt(?:-get)?|cargo|gem|composer)\b"), "wrong package manager"),
+    (re.compile(r"\b(?:use|in|with|instead|switch to)\b.{0,20}?\b(?:python|typescript|javascript|rust|golang|java"
+                r"|bash|zsh|powershell|ruby|kotlin|swift)\b"), "wrong language"),
 )
 _STOP = {"add", "update", "include", "the", "a", "an", "one", "it", "this", "that", "with", "and", "in", "on", "of", "to", "is", "again"}
 

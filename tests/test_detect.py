@@ -2,6 +2,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -243,3 +244,16 @@ def test_shipped_weights_load_and_carry_a_threshold():
     assert 0.0 < model["threshold"] <= 1.0
     on_disk = json.loads((Path(D.__file__).parent / "data" / "detector.json").read_text(encoding="utf-8"))
     assert on_disk["weights"] == model["weights"]
+
+
+@pytest.mark.parametrize("user, label", [
+    ("no, use pnpm", "wrong package manager"),
+    ("use yarn instead of npm here", "wrong package manager"),
+    ("no, write it in rust instead", "wrong language"),
+    ("use python 3.12 please", "wrong version"),
+    ("add the --force flag", "missing option"),
+    ("no, make it human readable and sorted by size", "wanted human readable"),
+    ("you forgot the reverse flag", "missing reverse flag"),
+])
+def test_labels_name_the_kind_of_mistake_from_the_users_words(user, label):
+    assert mistake_label(user, "") == label
