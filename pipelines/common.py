@@ -83,7 +83,11 @@ def parse_config(config_cls, argv: list[str] | None, description: str):
     if wants_help and not Path(known.params).exists():
         defaults = config_cls()
     else:
-        defaults = config_cls.from_params(load_params(known.params))
+        try:
+            defaults = config_cls.from_params(load_params(known.params))
+        except PipelineError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(exc.code) from None
 
     parser = argparse.ArgumentParser(
         description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter,

@@ -69,7 +69,8 @@ def sequence_logprob(model, ids: list[int], start: int) -> float:
         return 0.0
     device = next(model.parameters()).device
     input_ids = torch.tensor([ids], device=device)
-    logits = model(input_ids=input_ids).logits[0, :-1].float()
+    with torch.inference_mode():
+        logits = model(input_ids=input_ids).logits[0, :-1].float()
     logps = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[0, 1:, None]).squeeze(-1)
     return float(logps[start - 1:].sum())
 
@@ -103,24 +104,32 @@ def mistake_histogram(rows: Iterable[dict]) -> list[dict]:
     return [{"label": label, "pairs": n} for label, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def evaluate(config: EvaluateConfig) -> dict:
+def score_before_after(config: EvaluateConfig, rows: list[dict]) -> tuple[dict, dict]:
+    """Margins of the base model, then of the same weights with the adapter loaded from disk."""
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    for path in (Path(config.base) / "config.json", Path(config.adapter) / "adapter_config.json",
-                 Path(config.eval_file)):
-        if not path.is_file():
-            raise PipelineError(f"{path}: missing (run the earlier stages first)")
-    rows = read_jsonl(config.eval_file)
-    if not rows:
-        raise PipelineError(f"{config.eval_file}: the eval split is empty (add pairs or raise data.eval_fraction)")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     tokenizer = AutoTokenizer.from_pretrained(config.base)
     model = AutoModelForCausalLM.from_pretrained(config.base, dtype=torch.float32).to(device)
     before = preference_stats(preference_margins(model, tokenizer, rows, config.max_length, "eval base"))
     model = PeftModel.from_pretrained(model, config.adapter).to(device)
     after = preference_stats(preference_margins(model, tokenizer, rows, config.max_length, "eval base+adapter"))
+    return before, after
+
+
+def evaluate(config: EvaluateConfig) -> dict:
+    for path in (Path(config.base) / "config.json", Path(config.adapter) / "adapter_config.json",
+                 Path(config.eval_file)):
+        if not path.is_file():
+            raise PipelineError(f"{path}: missing (run the earlier stages first)")
+    rows = read_jsonl(config.eval_file)
+    if rows:
+        before, after = score_before_after(config, rows)
+    else:
+        print(f"evaluate: {config.eval_file} is empty; add pairs (or raise data.eval_fraction) to get a score")
+        before = after = preference_stats([])
 
     metrics = {"n_eval_pairs": len(rows), "before": before, "after": after}
     write_json(config.metrics, metrics)
