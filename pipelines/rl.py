@@ -79,21 +79,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def merged_model(base: Path, adapter: Path, workdir: Path) -> Path:
-    """``base`` as is when there is no adapter; else base + adapter merged into ``workdir/policy``."""
+def policy_folder(base: Path, adapter: Path, workdir: Path) -> Path:
+    """What `transformers serve` loads: base + adapter merged (it cannot load a LoRA adapter), or links to
+    the base's files when there is no adapter; either way with sampling on in generation_config.json,
+    because `transformers serve` samples only when the model's config says so, and a greedy policy
+    gives ``group_size`` identical answers, hence groups without signal."""
     if not (base / "config.json").is_file():
         raise PipelineError(f"{base}: no model there (run `dvc repro base_model` first)")
-    if not (adapter / "adapter_config.json").is_file():
-        print(f"rl: no adapter in {adapter}, serving the base model", file=sys.stderr)
-        return base
-    import torch
-    from peft import PeftModel
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     out = workdir / "policy"
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-    PeftModel.from_pretrained(model, adapter).merge_and_unload().save_pretrained(out)
-    AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if (adapter / "adapter_config.json").is_file():
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
+        PeftModel.from_pretrained(model, adapter).merge_and_unload().save_pretrained(out)
+        AutoTokenizer.from_pretrained(base).save_pretrained(out)
+    else:
+        print(f"rl: no adapter in {adapter}, serving the base model", file=sys.stderr)
+        for item in base.iterdir():
+            if item.name != "generation_config.json":
+                (out / item.name).symlink_to(item.resolve())
+    gen_file = base / "generation_config.json"
+    gen = json.loads(gen_file.read_text()) if gen_file.is_file() else {}
+    gen["do_sample"] = True
+    (out / "generation_config.json").unlink(missing_ok=True)
+    (out / "generation_config.json").write_text(json.dumps(gen, indent=2))
     return out
 
 
@@ -208,7 +220,7 @@ def rl(config: RLConfig) -> dict:
     with tempfile.TemporaryDirectory(prefix="ichor-rl-") as tmp:
         try:
             if config.server == "transformers":
-                model_dir = merged_model(Path(config.base), Path(config.adapter), Path(tmp)).resolve()
+                model_dir = policy_folder(Path(config.base), Path(config.adapter), Path(tmp))
                 port = free_port()
                 print(f"rl: serving {model_dir} with `transformers serve` on 127.0.0.1:{port}", file=sys.stderr)
                 proc = start_transformers_serve(model_dir, port, out / "server.log", config.startup_timeout)
@@ -235,6 +247,9 @@ def rl(config: RLConfig) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (a CI timeout, `kill`) becomes SystemExit, so the `finally` that stops the server runs.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
     def body() -> None:
         config = parse_config(RLConfig, argv, __doc__.splitlines()[0])
         m = rl(config)

@@ -194,7 +194,7 @@ def test_rl_stage_stops_its_server_when_the_env_fails(tmp_path, monkeypatch):
     def failing_env(mode, args, log):
         raise PipelineError("IchorEnv process failed (exit 1): boom", code=1)
 
-    monkeypatch.setattr(stage, "merged_model", lambda base, adapter, tmp: tmp_path)
+    monkeypatch.setattr(stage, "policy_folder", lambda base, adapter, tmp: tmp_path)
     monkeypatch.setattr(stage, "start_transformers_serve", fake_serve)
     monkeypatch.setattr(stage, "run_env", failing_env)
     config = stage.RLConfig(pairs=str(pairs), out_dir=str(tmp_path / "rl"), metrics=str(tmp_path / "rl.json"))
@@ -203,3 +203,28 @@ def test_rl_stage_stops_its_server_when_the_env_fails(tmp_path, monkeypatch):
     assert started["proc"].poll() is not None
     assert not _alive(started["child"])  # the whole group went, the server's own child included
     assert not (tmp_path / "rl.json").exists()
+
+
+def test_policy_folder_turns_sampling_on_and_merges_an_adapter(tmp_path):
+    from peft import LoraConfig, get_peft_model
+    from tiny_model import build_tiny_model
+    from transformers import AutoModelForCausalLM
+
+    from pipelines.rl import policy_folder
+
+    base = build_tiny_model(tmp_path / "base")
+    plain = policy_folder(base, tmp_path / "no-adapter", tmp_path / "w1")
+    assert json.loads((plain / "generation_config.json").read_text())["do_sample"] is True
+    assert "do_sample" not in json.loads((base / "generation_config.json").read_text())  # base left alone
+    assert (plain / "model.safetensors").resolve() == (base / "model.safetensors").resolve()
+
+    model = AutoModelForCausalLM.from_pretrained(base)
+    lora = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    lora.save_pretrained(tmp_path / "adapter")
+    merged = policy_folder(base, tmp_path / "adapter", tmp_path / "w2")
+    assert json.loads((merged / "generation_config.json").read_text())["do_sample"] is True
+    assert not (merged / "model.safetensors").is_symlink() and (merged / "tokenizer.json").is_file()
+    reloaded = AutoModelForCausalLM.from_pretrained(merged)
+    original = AutoModelForCausalLM.from_pretrained(base)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert not reloaded.state_dict()[name].equal(original.state_dict()[name])  # the adapter is in the weights
