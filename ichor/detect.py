@@ -204,6 +204,12 @@ def rule_hits(w: Window) -> tuple[str, ...]:
         hits.append("complaint")
     if similarity(w.user, w.prev_user) >= 0.4:
         hits.append("rephrase")
+    if _reworded_request(w):
+        hits.append("reworded")
+    if _restated_fix(w):
+        hits.append("restated")
+    if _disputed_claim(w):
+        hits.append("dispute")
     if similarity(w.assistant, w.prev_assistant, ASSISTANT_HEAD, 60) >= 0.6:
         hits.append("echo")  # the new answer opens like the old one: the same request came again
     return tuple(hits)
@@ -258,6 +264,79 @@ def _code_overlap(w: Window) -> float:
         return 0.0
     theirs = _identifiers(w.prev_assistant[:PREV_HEAD])
     return len(mine & theirs) / len(mine)
+
+
+# ------------------------------------------------------------------------------ restatement
+# How much of the user's message was already said in the previous turn.  A new request brings new
+# words; a message made mostly of the previous request's and answer's words re-addresses what was
+# just done (a reworded re-send, or a long instruction block that restates the fix).
+
+# CJK has no spaces: its characters count in pairs, so a Chinese request is not judged by its file names alone.
+_CONTENT = re.compile(r"[a-z\u00e0-\u00ff][a-z0-9_\u00e0-\u00ff]{2,30}|[\u3040-\u30ff\u3400-\u9fff]{2}")
+_STOPWORDS = frozenset(
+    "the and for are with this that from you your can could would should will does did not but just also all any "
+    "some into there here what how why which when where who its it's i'm let's then than have has had was were been "
+    "les des une est pour que qui dans sur par pas cette tout tous avec sont der die das und ist nicht".split()
+)
+REWORDED_MIN_WORDS = 4
+REWORDED_CONTAINMENT = 0.6
+RESTATED_MIN_WORDS = 20
+RESTATED_CONTAINMENT = 0.5
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str, head: int = 2000) -> set[str]:
+    """Lightly stemmed content words of the start of a text (stopwords and short words dropped)."""
+    return {_stem(t) for t in _CONTENT.findall(text[:head].lower()) if t not in _STOPWORDS}
+
+
+def containment(part: set, whole: set) -> float:
+    return len(part & whole) / len(part) if part else 0.0
+
+
+def _is_question(text: str) -> bool:
+    head = text[:USER_HEAD]
+    return "?" in head or "\uff1f" in head
+
+
+def _reworded_request(w: Window) -> bool:
+    """A short request made almost entirely of the previous request's words: the same ask again."""
+    mine = content_words(w.user)
+    if len(mine) < REWORDED_MIN_WORDS or _is_question(w.user):
+        return False
+    return containment(mine, content_words(w.prev_user)) >= REWORDED_CONTAINMENT
+
+
+def _restated_fix(w: Window) -> bool:
+    """A long instruction block, after an answer that edited code, mostly restating that turn's content."""
+    mine = content_words(w.user)
+    if len(mine) < RESTATED_MIN_WORDS or not _EDITED.search(w.prev_assistant[:PREV_HEAD]):
+        return False
+    said = content_words(w.prev_user) | content_words(w.prev_assistant, PREV_HEAD)
+    return containment(mine, said) >= RESTATED_CONTAINMENT
+
+
+# "The piano is a stringed instrument?": the previous answer's claim echoed back as a question.
+_ECHO_QUESTION = re.compile(
+    r"(?:^|[.!?]\s{1,3})(?!(?:what|how|why|where|when|which|who|whom|whose|is|are|was|were|do|does|did|can|could|"
+    r"would|will|should|shall|may|might|have|has|had|any|anything|and|or|so|ok|okay)\b)"
+    r"((?:the |a |an |this |that |it |they |he |she |you )?[a-z][\w'-]{0,30}(?: [\w'-]{1,30}){0,2} "
+    r"(?:is|are|was|were|has|have|had|can|does|did) (?:a |an |the |not )?[^?.!\n]{1,60})\?"
+)
+
+
+def _disputed_claim(w: Window) -> bool:
+    found = _ECHO_QUESTION.search(w.user[:300].lower())
+    if not found:
+        return False
+    claim = content_words(found.group(1))
+    return len(claim) >= 2 and containment(claim, content_words(w.prev_assistant, PREV_HEAD)) >= 0.5
 
 
 # ----------------------------------------------------------------------------- learned features
@@ -491,7 +570,7 @@ def detect_with(model: dict):
     return run
 
 
-STRONG_RULES = ("opener", "still", "ack", "failure", "redirect", "complaint", "rephrase", "echo")
+STRONG_RULES = ("opener", "still", "ack", "failure", "redirect", "complaint", "rephrase", "echo", "reworded", "restated", "dispute")
 
 
 def gate(w: Window) -> Detection | None:
@@ -527,9 +606,9 @@ def _detect(w: Window, model: dict | None = None) -> Detection:
 
 
 def _is_rephrase(w: Window, hits: tuple[str, ...]) -> bool:
-    if any(h in hits for h in ("still", "opener", "failure", "ack", "complaint")):
+    if any(h in hits for h in ("still", "opener", "failure", "ack", "complaint", "restated", "dispute")):
         return False
-    return "rephrase" in hits or "echo" in hits
+    return "rephrase" in hits or "echo" in hits or "reworded" in hits
 
 
 def rules_only(prev_user, prev_assistant, user, assistant) -> Detection:
