@@ -142,6 +142,82 @@ def test_close_rephrasing_is_a_retry():
     assert got.kind == "retry"
 
 
+def test_request_reworded_from_the_same_words_is_a_retry():
+    for prev, user in (
+        ("list the orders of the current customer in the sidebar", "show current customer orders in the sidebar list"),
+        ("make the export button download a csv file", "the export button should download csv file"),
+    ):
+        got = detect(prev, "I added an export helper.", user, "Let me wire the button.")
+        assert got.kind == "retry", user
+        assert "reworded" in got.layers, user
+
+
+def test_reworded_rule_skips_questions_and_new_requests():
+    prev = "list the orders of the current customer in the sidebar"
+    # a question about the same thing is a question, not a re-send
+    got = detect(prev, "I added the list.", "how are the customer orders sorted in the sidebar?", "By date.")
+    assert "reworded" not in got.layers
+    # a follow-up that brings new words is a new request
+    got = detect(prev, "I added the list.", "add paging and a search box above the order list", "Sure.")
+    assert "reworded" not in got.layers
+    assert got.kind == "none"
+
+
+LONG_SPEC = (
+    "Rewrite the invoice exporter so that totals are rounded to cents, the currency code comes from the "
+    "customer record, the header row names every column, dates use the ISO format, the file name carries "
+    "the invoice number and the exporter never writes an empty trailing line."
+)
+EDIT_OF_SPEC = (
+    "I updated `exporter.py`: totals are rounded to cents, the currency code comes from the customer record, the "
+    "header row names every column, dates use the ISO format and the file name carries the invoice number.\n"
+    "```python\ndef export(invoice): ...\n```"
+)
+
+
+def test_long_block_restating_the_last_edit_is_a_correction():
+    user = (
+        "Please redo exporter.py. Totals must be rounded to cents, the currency code must come from the customer "
+        "record, the header row must name every column, dates must use the ISO format, the file name must carry "
+        "the invoice number, and the exporter must never write an empty trailing line."
+    )
+    got = detect(LONG_SPEC, EDIT_OF_SPEC, user, "I'll fix the exporter.")
+    assert got.kind == "correction"
+    assert "restated" in got.layers
+
+
+def test_long_new_block_or_restatement_without_an_edit_is_not_restated():
+    new_block = (
+        "Next, build a reminder mailer: every Monday it collects overdue accounts, groups them by sales region, "
+        "renders one summary email per region manager with links to each account page, retries failed "
+        "deliveries twice and logs delivery results into the audit table for later review."
+    )
+    got = detect(LONG_SPEC, EDIT_OF_SPEC, new_block, "Sure, here is the mailer.")
+    assert "restated" not in got.layers
+    assert got.kind == "none"
+    # the same restatement after a plain-text answer (nothing was edited) is not judged by this rule
+    got = detect(LONG_SPEC, "Rounding to cents is a good idea; the ISO format is common.", LONG_SPEC + " Thanks.", "Ok.")
+    assert "restated" not in got.layers
+
+
+def test_claim_echoed_back_as_a_question_is_a_dispute():
+    got = detect(
+        "which planet should I look for tonight?",
+        "Look for Venus, the largest planet, low in the west after sunset.",
+        "Venus is the largest planet? I thought that was Jupiter.",
+        "You are right, Jupiter is the largest.",
+    )
+    assert got.kind == "correction"
+    assert "dispute" in got.layers
+
+
+def test_ordinary_questions_are_not_disputes():
+    prev = "Look for Venus, the largest planet, low in the west after sunset."
+    for user in ("is Venus visible without a telescope?", "what time does the sun set tonight?", "the moon is full tonight?"):
+        got = detect("which planet should I look for tonight?", prev, user, "Yes.")
+        assert "dispute" not in got.layers, user
+
+
 # --------------------------------------------------------------------------------- non-pairs
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from ichor import detect_fit
-from ichor.detect import Detection, detect_with
+from ichor.detect import Detection, detect_with, rules_only
 from ichor.evaluate import evaluate, format_report, wilson
 
 DEV_SET = Path(__file__).resolve().parents[2] / "shared/data/corrections-dev.jsonl"
@@ -75,6 +75,15 @@ def test_held_out_sources_meet_the_quality_target():
     m = evaluate(held_out, detector=detect_with(model))
     precision, recall = m["overall"]["precision"]["value"], m["overall"]["recall"]["value"]
     assert precision >= 0.90, format_report(m)
-    # The issue asks for recall >= 0.80; on the held-out sources we measure 0.84 (16/19, see
-    # docs/detector.md). The floor sits a few points under it, so a regression still fails.
-    assert recall >= 0.78, format_report(m)
+    # The issue asks for recall >= 0.80; on the held-out sources we measure 0.89 (17/19, see
+    # docs/detector.md). The floor sits a few points under it (one more miss still passes).
+    assert recall >= 0.84, format_report(m)
+
+
+def test_rules_over_every_source_keep_precision_and_recall():
+    # In-sample for the rules (written after reading the dev set), so this guards regressions only:
+    # measured P 0.943 (66/70), R 0.846 (66/78); floors a few points under.
+    rows = detect_fit.load_rows(DEV_SET)
+    m = evaluate(rows, detector=rules_only)
+    assert m["overall"]["precision"]["value"] >= 0.92, format_report(m)
+    assert m["overall"]["recall"]["value"] >= 0.82, format_report(m)
