@@ -48,7 +48,7 @@ def section(params: dict, name: str) -> dict:
     return value
 
 
-def _flag_type(field: dataclasses.Field, default) -> dict:
+def _flag_type(field: dataclasses.Field) -> dict:
     kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
     if "bool" in kind:
         return {"type": _as_bool, "metavar": "BOOL"}
@@ -97,7 +97,7 @@ def parse_config(config_cls, argv: list[str] | None, description: str):
         default = getattr(defaults, field.name)
         help_text = field.metadata.get("help", "")
         parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=default, help=help_text,
-                            **_flag_type(field, default))
+                            **_flag_type(field))
     args = vars(parser.parse_args(argv))
     args.pop("params")
     return config_cls(**args)
