@@ -4,7 +4,8 @@ Three layers, all pure Python:
 
 * **gates** decide the clear cases outright: an answer that came back unchanged, a bare
   yes/no/continue/thanks, and an identical re-send (a retry);
-* **rules** spot rejecting openers, "still failing" reports, redirects and the assistant
+* **rules** spot rejecting openers, "still failing" reports, redirects, messages that mostly restate
+  the previous turn (a reworded re-send, a pasted instruction block restating the fix), and the assistant
   admitting a mistake ("You're right", "I apologize");
 * a **learned layer** (logistic regression, weights in ``ichor/data/detector.json``, fitted by
   ``python -m ichor.detect_fit``) scores everything else from word features of the user's message
