@@ -254,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         config = parse_config(RLConfig, argv, __doc__.splitlines()[0])
         m = rl(config)
         print(f"rl: {m['groups']} groups, mean reward {m['mean_score']:+.3f}; reward pairwise accuracy "
-              f"{m['reward_pairwise_accuracy']:.3f} vs string similarity {m['baseline_string_similarity_accuracy']:.3f} "
+              f"{m['reward_pairwise_accuracy']:.3f} vs string similarity "
+              f"{m['baseline_string_similarity_accuracy']:.3f} "
               f"on {m['eval_pairs']} held-out pairs; win rate vs rejected {m['win_rate_vs_rejected']:.3f}")
 
     return run(body)

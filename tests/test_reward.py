@@ -73,7 +73,7 @@ def test_truncation_and_repetition_penalties():
     assert TruncationPenalty().score([Rollout("ok", "stop"), Rollout("cut", "length"), Rollout("  ", "stop")]) == \
         [0.0, -1.0, -1.0]
     rep = RepetitionPenalty()
-    prose, loop = rep.score([Rollout("Install the dependencies with pnpm, then run the tests and commit the lockfile."),
+    prose, loop = rep.score([Rollout("Install the dependencies with pnpm, then run the tests and commit the lock."),
                              Rollout("the tests the tests the tests the tests the tests the tests the tests")])
     assert prose == 0.0
     assert loop < -0.7
@@ -97,7 +97,8 @@ def test_combiner_weights_and_unknown_terms(embedder):
 
 
 def test_preference_head_learns_what_accepted_answers_share(embedder):
-    rows = [{"accepted": f"Use pnpm to add {p}: `pnpm add {p}`.", "rejected": f"Use npm to add {p}: `npm install {p}`."}
+    rows = [{"accepted": f"Use pnpm to add {p}: `pnpm add {p}`.",
+             "rejected": f"Use npm to add {p}: `npm install {p}`."}
             for p in ("react", "lodash", "vite", "zod", "express", "jest")]
     head = PreferenceHeadReward.fit(embedder, rows)
     acc, rej = head.score([Rollout("Use pnpm to add axios: `pnpm add axios`."),

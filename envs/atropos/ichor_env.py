@@ -201,7 +201,8 @@ class IchorEnv(BaseEnv):
         if len({round(s, 9) for s in scores}) <= 1:
             return None, []
         group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[],
-                                overrides=[{"raw_score": r, "finish_reason": x.finish_reason} for r, x in zip(raw, rollouts)])
+                                overrides=[{"raw_score": r, "finish_reason": x.finish_reason}
+                                           for r, x in zip(raw, rollouts)])
         for i, (rollout, score) in enumerate(zip(rollouts, scores)):
             if nodes is not None:
                 tokens, masks = list(nodes[i].tokens), list(nodes[i].masked_tokens)

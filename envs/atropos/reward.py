@@ -409,8 +409,9 @@ class MiniLMEmbedder:
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
         ctx = (att @ v).transpose(1, 0, 2).reshape(n, d)
+        norm = f"{p}.attention.output.LayerNorm"
         x = _layer_norm(x + self._linear(ctx, f"{p}.attention.output.dense"),
-                        self.w[f"{p}.attention.output.LayerNorm.weight"], self.w[f"{p}.attention.output.LayerNorm.bias"])
+                        self.w[f"{norm}.weight"], self.w[f"{norm}.bias"])
         inter = self._linear(x, f"{p}.intermediate.dense")
         inter = 0.5 * inter * (1.0 + _erf(inter / np.sqrt(2.0)))
         return _layer_norm(x + self._linear(inter, f"{p}.output.dense"),
