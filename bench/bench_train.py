@@ -119,14 +119,23 @@ def export_rows(work: Path) -> Path:
 
 
 def long_rows(train_file: Path, out: Path, tokenizer, target_tokens: int) -> Path:
-    """Rows whose prompt + answer fill ``target_tokens`` so every sequence in a batch is full length."""
+    """Rows padded with real text in front of the question so the longer answer's sequence is about
+    ``target_tokens`` long (every batch full-length, as in the reference measurement)."""
     rows = [json.loads(line) for line in train_file.read_text().splitlines() if line.strip()]
-    filler = " ".join(r["prompt"][-1]["content"] for r in rows)
+    filler = " ".join(r["prompt"][-1]["content"] for r in rows) * 4
     filler_ids = tokenizer(filler, add_special_tokens=False)["input_ids"]
+
+    def length(prompt, answer):
+        return len(tokenizer.apply_chat_template(prompt + answer, return_dict=False))
+
     with open(out, "w") as fh:
         for i, r in enumerate(rows):
-            context = tokenizer.decode(filler_ids[(i * 37) % len(filler_ids):][: target_tokens])
-            prompt = [{"role": "user", "content": context + "\n\n" + r["prompt"][-1]["content"]}]
+            question = r["prompt"][-1]["content"]
+            bare = [{"role": "user", "content": question}]
+            room = max(0, target_tokens - max(length(bare, r["chosen"]), length(bare, r["rejected"])) - 2)
+            offset = (i * 37) % (len(filler_ids) - room - 1)
+            context = tokenizer.decode(filler_ids[offset:offset + room])
+            prompt = [{"role": "user", "content": context + "\n\n" + question}]
             fh.write(json.dumps({"prompt": prompt, "chosen": r["chosen"], "rejected": r["rejected"]}) + "\n")
     return out
 
