@@ -17,6 +17,13 @@ ROWS = (
     ("eval", "preference accuracy before → after",
      lambda m: f"{m['before']['preference_accuracy']} → {m['after']['preference_accuracy']}"),
     ("eval", "mean margin before → after", lambda m: f"{m['before']['mean_margin']} → {m['after']['mean_margin']}"),
+    ("rl", "groups, mean reward", lambda m: f"{m['groups']}, {m['mean_score']:.3f}"),
+    ("rl", "reward accuracy vs string similarity",
+     lambda m: f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
+               f"on {m['eval_pairs']} held-out pairs"),
+    ("rl", "win rate vs rejected", lambda m: f"{m['win_rate_vs_rejected']:.3f}"),
+    ("publish", "pushed", lambda m: f"{m['pushed']}" + (f" ({m['reason']})" if m.get("reason") else
+                                                         f" {m.get('repo')} @ {m.get('tag')}")),
 )
 
 
