@@ -224,13 +224,12 @@ def _table(counter: Counter, title: str) -> str:
     return f"| {title} | pairs |\n|---|---|\n{rows}"
 
 
-def dataset_card(repo_id: str, index: dict[str, dict], license_id: str = DEFAULT_LICENSE) -> str:
-    """README.md for the dataset: counts, mistake types, schema, licence and how to load it."""
-    kinds = Counter(v.get("kind") or "unknown" for v in index.values())
-    labels = Counter(v.get("label") or "unlabelled" for v in index.values())
+def card_front_matter(license_id: str, pretty_name: str, data_files: dict[str, str]) -> str:
+    """The YAML header the Hub reads from a dataset card: licence, tags and which files make each split."""
+    splits = "".join(f"  - split: {split}\n    path: {path}\n" for split, path in data_files.items())
     return f"""---
 license: {license_id}
-pretty_name: ichor preference pairs
+pretty_name: {pretty_name}
 task_categories:
 - text-generation
 tags:
@@ -240,10 +239,15 @@ tags:
 configs:
 - config_name: default
   data_files:
-  - split: train
-    path: data/*.jsonl
----
+{splits}---
+"""
 
+
+def dataset_card(repo_id: str, index: dict[str, dict], license_id: str = DEFAULT_LICENSE) -> str:
+    """README.md for the dataset: counts, mistake types, schema, licence and how to load it."""
+    kinds = Counter(v.get("kind") or "unknown" for v in index.values())
+    labels = Counter(v.get("label") or "unlabelled" for v in index.values())
+    return card_front_matter(license_id, "ichor preference pairs", {"train": "data/*.jsonl"}) + f"""
 # {repo_id}
 
 Preference pairs captured by ichor, a Hermes Agent plugin, when a user corrected,

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ichor.share import card_front_matter, hub_error, is_client_error
 from pipelines.common import PipelineError, parse_config, run, section, write_json
 
 EXPORT_OUT = "data/export"
@@ -124,22 +125,9 @@ def split_files(config: PublishConfig) -> dict[str, Path]:
 
 
 def dataset_card(repo_id: str, tag: str, splits: dict[str, int], license_id: str) -> str:
-    data_files = "".join(f"  - split: {s}\n    path: data/{s}.jsonl\n" for s in splits)
     counts = "".join(f"| {s} | {n} |\n" for s, n in splits.items())
-    return f"""---
-license: {license_id}
-pretty_name: ichor DPO training data
-task_categories:
-- text-generation
-tags:
-- dpo
-- preference
-- ichor
-configs:
-- config_name: default
-  data_files:
-{data_files}---
-
+    front = card_front_matter(license_id, "ichor DPO training data", {s: f"data/{s}.jsonl" for s in splits})
+    return front + f"""
 # {repo_id}
 
 The audited preference pairs one ichor pipeline run trained on: TRL conversational preference rows
@@ -196,8 +184,6 @@ class _Hub:
         self.token, self.env, self.repo_id = token, config.token_env, None
 
     def call(self, fn, *args, **kwargs):
-        from ichor.share import hub_error, is_client_error
-
         try:
             return fn(*args, **kwargs)
         except Exception as exc:
