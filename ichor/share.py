@@ -149,8 +149,8 @@ def is_client_error(exc: Exception) -> bool:
     return isinstance(exc, (HfHubHTTPError, HFValidationError, transport.TransportError, OSError))
 
 
-class _Hub:
-    """The few calls ``share_queued`` makes, with errors turned into ShareError lines."""
+class HubClient:
+    """The Hub calls ichor makes (here and in the publish stage), with errors turned into ShareError lines."""
 
     def __init__(self, token: str, env: str, endpoint: str | None):
         from huggingface_hub import HfApi
@@ -323,7 +323,7 @@ def share_queued(store: Store, *, endpoint: str | None = None, batch_size: int =
     rows = [share_row(p) for p in queued]
     _check_leaks(queued, rows)
 
-    hub = _Hub(token, env, endpoint)
+    hub = HubClient(token, env, endpoint)
     repo_id = name if "/" in name else f"{hub.owner()}/{name}"
     want_private = store.get_setting("visibility", "private") != "public"
     private, existed = hub.ensure_repo(repo_id, want_private)

@@ -20,7 +20,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ichor.share import card_front_matter, hub_error, is_client_error
+from ichor.share import HubClient, ShareError, card_front_matter
 from pipelines.common import PipelineError, parse_config, run, section, write_json
 
 EXPORT_OUT = "data/export"
@@ -172,30 +172,28 @@ def write_dry_run(folder: str, files: dict[str, bytes], manifest: dict) -> None:
 # ---- the Hub ------------------------------------------------------------------------------------
 
 
-class _Hub:
+class _Hub(HubClient):
+    """The share client, plus tags; its one-line errors become pipeline errors."""
+
     def __init__(self, config: PublishConfig):
         token = os.environ.get(config.token_env, "").strip()
         if not token:
             raise PipelineError(f"hub.push is true but ${config.token_env} is empty: export {config.token_env}=hf_… "
                                 "(a token with write access), or set hub.push: false")
-        from huggingface_hub import HfApi
-
-        self.api = HfApi(endpoint=config.endpoint or None, token=token, library_name="ichor")
-        self.token, self.env, self.repo_id = token, config.token_env, None
+        super().__init__(token, config.token_env, config.endpoint or None)
 
     def call(self, fn, *args, **kwargs):
         try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            if not is_client_error(exc):
-                raise
-            raise PipelineError(str(hub_error(exc, self.token, self.env, self.repo_id, self.api.endpoint))) from None
+            return super().call(fn, *args, **kwargs)
+        except ShareError as exc:
+            raise PipelineError(str(exc)) from None
 
     def repo_id_for(self, name: str) -> str:
-        self.repo_id = name if "/" in name else f"{self.call(self.api.whoami)['name']}/{name}"
+        self.repo_id = name if "/" in name else f"{self.owner()}/{name}"
         return self.repo_id
 
-    def ensure_repo(self, private: bool) -> bool:
+    def create_or_open(self, private: bool) -> bool:
+        """Create the repository if missing; return whether it is private."""
         self.call(self.api.create_repo, self.repo_id, repo_type="dataset", private=private, exist_ok=True)
         return bool(self.call(self.api.repo_info, self.repo_id, repo_type="dataset").private)
 
@@ -241,7 +239,7 @@ def publish(config: PublishConfig) -> dict:
     hub = _Hub(config)
     repo_id = hub.repo_id_for(config.repo)
     files, rows = build_commit(config, repo_id, tag)
-    private = hub.ensure_repo(config.visibility == "private")
+    private = hub.create_or_open(config.visibility == "private")
     result = {"pushed": True, "repo": repo_id, "revision": None, "tag": tag, "rows": sum(rows.values()),
               "splits": rows, "private": private, "tag_source": source}
     if private != (config.visibility == "private"):
