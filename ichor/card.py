@@ -22,6 +22,11 @@ def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def manual_choices(pair_id: int) -> str:
+    """How to decide a pair where a one-letter reply can't be claimed (CLI, group chats, review)."""
+    return f"/ichor keep {pair_id} · share {pair_id} · discard {pair_id}"
+
+
 def render_card(pair: Pair, choices: str = CHOICES) -> str:
     """The card posted once per captured pair.
 

@@ -61,7 +61,7 @@ def review(store: Store) -> str:
     pair = store.oldest_pending()
     if pair is None:
         return "ichor · nothing pending"
-    return card.render_card(pair, choices=f"/ichor keep {pair.id} · share {pair.id} · discard {pair.id}")
+    return card.render_card(pair, choices=card.manual_choices(pair.id))
 
 
 def decide(store: Store, verb: str, pair_id: int) -> str:

@@ -90,10 +90,6 @@ def guarded(fallback=None):
     return wrap
 
 
-def manual_choices(pair_id: int) -> str:
-    return f"/ichor keep {pair_id} · share {pair_id} · discard {pair_id}"
-
-
 class IchorPlugin:
     def __init__(self, ctx=None, tracker: Tracker | None = None, board: CardBoard | None = None):
         self.ctx = ctx
@@ -161,12 +157,12 @@ class IchorPlugin:
         route = current_route.get()
         if can_post(route):
             dm = route.chat_type == "dm"
-            text = card.render_card(pair) if dm else card.render_card(pair, choices=manual_choices(pair.id))
+            text = card.render_card(pair) if dm else card.render_card(pair, choices=card.manual_choices(pair.id))
             post = ChatPost(route)
             post.send(text, on_sent=lambda sent: self.board.open(OpenCard(
                 pair.id, route.platform, route.chat_id, route.chat_type, sent.message_id, self.board.clock(), sent)))
         elif platform in ("cli", "tui"):
-            print_to_terminal(card.render_card(pair, choices=manual_choices(pair.id)))
+            print_to_terminal(card.render_card(pair, choices=card.manual_choices(pair.id)))
         # elsewhere there is no surface: the pair waits for /ichor review
 
     def _settle_card(self, raw_args: str, reply: str) -> None:
