@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from hermes_harness import SCRUBBED_ENV, StubLLM, write_home  # noqa: E402
+from hermes_harness import StubLLM, run_script, write_home  # noqa: E402
 
 MARKER = "ICHOR-FAULT-RESULT "
 CORRUPT_BYTES = b"this is not an SQLite database, it is what a crash mid-copy left behind\n" * 64
@@ -199,20 +199,7 @@ def run(spec: dict) -> dict:
 
 def run_fault_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
     """Run ``spec`` in a fresh interpreter with ``HERMES_HOME=home``; return its report."""
-    import subprocess
-
-    home.mkdir(parents=True, exist_ok=True)
-    spec_file = home.parent / f"fault-spec-{os.getpid()}-{time.monotonic_ns()}.json"
-    spec_file.write_text(json.dumps(spec))
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
-    env.update(HERMES_HOME=str(home), HF_HUB_OFFLINE="1", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, str(Path(__file__)), str(spec_file)], env=env, cwd=str(home.parent),
-                          capture_output=True, text=True, timeout=timeout)
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(MARKER)]
-    if proc.returncode != 0 or not lines:
-        raise AssertionError(f"fault scenario failed (rc={proc.returncode})\nstdout:\n{proc.stdout[-4000:]}\n"
-                             f"stderr:\n{proc.stderr[-6000:]}")
-    return json.loads(lines[-1][len(MARKER):])
+    return run_script(Path(__file__), spec, home, MARKER, timeout)[0]
 
 
 if __name__ == "__main__":

@@ -146,22 +146,30 @@ def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] =
 
 # ------------------------------------------------------------------------- subprocess scenarios
 
-def run_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
-    """Run ``spec`` in a fresh interpreter with ``HERMES_HOME=home``; return its JSON report."""
+def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float = 120) -> tuple[dict, str]:
+    """Run ``script spec.json`` in a fresh interpreter with ``HERMES_HOME=home``.
+
+    Returns the JSON report the script printed after ``marker``, and the rest of its stdout.
+    """
     home.mkdir(parents=True, exist_ok=True)
     spec_file = home.parent / f"spec-{os.getpid()}-{time.monotonic_ns()}.json"
     spec_file.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     env.update(HERMES_HOME=str(home), HF_HUB_OFFLINE="1", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, str(Path(__file__)), str(spec_file)], env=env, cwd=str(home.parent),
+    proc = subprocess.run([sys.executable, str(script), str(spec_file)], env=env, cwd=str(home.parent),
                           capture_output=True, text=True, timeout=timeout)
-    marker = "ICHOR-HARNESS-RESULT "
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(marker)]
     if proc.returncode != 0 or not lines:
         raise AssertionError(f"scenario failed (rc={proc.returncode})\nstdout:\n{proc.stdout[-4000:]}\n"
                              f"stderr:\n{proc.stderr[-6000:]}")
-    report = json.loads(lines[-1][len(marker):])
-    report["stdout"] = "\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith(marker))
+    rest = "\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith(marker))
+    return json.loads(lines[-1][len(marker):]), rest
+
+
+def run_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
+    """Run a ``hermes_scenarios`` spec in a fresh interpreter; return its report and other stdout."""
+    report, rest = run_script(Path(__file__), spec, home, "ICHOR-HARNESS-RESULT ", timeout)
+    report["stdout"] = rest
     return report
 
 
