@@ -516,6 +516,18 @@ def merge_counts(*counts: dict[str, int] | None) -> dict[str, int]:
     return merged
 
 
+def string_leaves(obj) -> Iterator[str]:
+    """Every string leaf of nested lists/tuples/dicts (values, not keys), in the order scrub_messages visits them."""
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from string_leaves(value)
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from string_leaves(item)
+
+
 def scrub_messages(obj):
     """A scrubbed copy of ``obj``: every string leaf of nested lists/tuples/dicts is scrubbed, keys are not."""
     removed: dict[str, int] = {}

@@ -13,7 +13,7 @@ Reads ``data.pairs_dir`` (falling back to ``data.sample_dir`` while it holds no 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,24 +45,13 @@ class LeakError(PipelineError):
                          "or set audit.fail_on_leak: false to redact it", code=1)
 
 
-def _strings(obj) -> Iterator[str]:
-    if isinstance(obj, str):
-        yield obj
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from _strings(value)
-    elif isinstance(obj, list):
-        for value in obj:
-            yield from _strings(value)
-
-
 def leaks_in(record: dict) -> dict[str, int]:
     """Known-format secrets in the record's text fields, by kind."""
-    from ichor.scrub import find_leaks, merge_counts
+    from ichor.scrub import find_leaks, merge_counts, string_leaves
 
     found: dict[str, int] = {}
     for name in TEXT_FIELDS:
-        for text in _strings(record.get(name)):
+        for text in string_leaves(record.get(name)):
             found = merge_counts(found, find_leaks(text))
     return {kind: n for kind, n in found.items() if n}
 
