@@ -10,7 +10,6 @@ import platform
 import time
 from pathlib import Path
 
-
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 
@@ -36,7 +35,12 @@ def write_result(name: str, data: dict, command: str | None = None) -> Path:
     """Write ``bench/results/<name>.json`` with the machine, the date and the reproducing command."""
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     out = RESULTS_DIR / f"{name}.json"
-    body = {"bench": name, "command": command or f"python -m bench.bench_{name}", "machine": machine(),
-            "date": today(), **data}
+    body = {
+        "bench": name,
+        "command": command or f"python -m bench.bench_{name}",
+        "machine": machine(),
+        "date": today(),
+        **data,
+    }
     out.write_text(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     return out

@@ -18,12 +18,30 @@ def main(base, train_file, out, steps, batch_size, max_length, r, alpha, lr, bet
     model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.bfloat16 if cuda else torch.float32)
     rows = [json.loads(line) for line in open(train_file)]
     ds = Dataset.from_list([{k: r_[k] for k in ("prompt", "chosen", "rejected")} for r_ in rows])
-    args = DPOConfig(output_dir=out, per_device_train_batch_size=int(batch_size), max_steps=int(steps),
-                     learning_rate=float(lr), beta=float(beta), max_length=int(max_length), seed=0,
-                     lr_scheduler_type="constant", warmup_steps=0, logging_steps=1, save_strategy="no",
-                     report_to="none", gradient_checkpointing=False, bf16=cuda, use_cpu=not cuda)
-    lora = LoraConfig(r=int(r), lora_alpha=int(alpha), lora_dropout=0.0, task_type="CAUSAL_LM",
-                      target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])
+    args = DPOConfig(
+        output_dir=out,
+        per_device_train_batch_size=int(batch_size),
+        max_steps=int(steps),
+        learning_rate=float(lr),
+        beta=float(beta),
+        max_length=int(max_length),
+        seed=0,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        gradient_checkpointing=False,
+        bf16=cuda,
+        use_cpu=not cuda,
+    )
+    lora = LoraConfig(
+        r=int(r),
+        lora_alpha=int(alpha),
+        lora_dropout=0.0,
+        task_type="CAUSAL_LM",
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"],
+    )
     trainer = DPOTrainer(model=model, args=args, train_dataset=ds, processing_class=tok, peft_config=lora)
     start = time.perf_counter()
     trainer.train()

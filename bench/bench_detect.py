@@ -22,14 +22,17 @@ from ichor.detect import detect, rules_only
 from . import write_result
 
 DEV_SET = Path(__file__).resolve().parents[2] / "shared/data/corrections-dev.jsonl"
-ANSWER = ("I updated `src/app/config_loader.py` so `load_settings()` reads the TOML file.\n```python\n"
-          + "def load_settings(path):\n    return tomllib.loads(Path(path).read_text())\n" * 12 + "```\n")
+ANSWER = (
+    "I updated `src/app/config_loader.py` so `load_settings()` reads the TOML file.\n```python\n"
+    + "def load_settings(path):\n    return tomllib.loads(Path(path).read_text())\n" * 12
+    + "```\n"
+)
 USERS = [
     "add a --verbose flag to the cli",
     "no, use pnpm instead of npm",
     "it still fails with the same error",
     "thanks, perfect",
-    "Traceback (most recent call last):\n  File \"src/app/config_loader.py\", line 4, in load_settings\n"
+    'Traceback (most recent call last):\n  File "src/app/config_loader.py", line 4, in load_settings\n'
     "NameError: name 'tomllib' is not defined",
     "can you explain how the cache invalidation works here? I'd like to understand it before we move on.",
     "make the config loader read toml",
@@ -39,8 +42,10 @@ HOSTILE = {
     "'no '*20000": "no " * 20000,
     "punctuation": "!?.,;:-_()[]{}" * 3600,
     "nested brackets": "([{<" * 12500,
-    "huge traceback": ("Traceback (most recent call last):\n" + '  File "pkg/mod_a.py", line 12, in run_a\n'
-                       "    value = helper_b(x)\nValueError: bad at pkg/mod_a.py:12:3\n" * 500)[:50000],
+    "huge traceback": (
+        "Traceback (most recent call last):\n" + '  File "pkg/mod_a.py", line 12, in run_a\n'
+        "    value = helper_b(x)\nValueError: bad at pkg/mod_a.py:12:3\n" * 500
+    )[:50000],
     "identifiers": "self.some_attr.other_attr " * 2000,
     "cjk": "仍然错误没有生效" * 6250,
 }
@@ -82,8 +87,10 @@ def run(cfg: DetectBenchConfig) -> dict:
     typical = _typical(rng)
     detect(*typical[0])  # load the weights once, outside the timings
     reps = max(1, cfg.repeat // 10)
-    cases = {"typical turns": _time(detect, typical, max(1, cfg.repeat // 20)),
-             "typical turns, rules only": _time(rules_only, typical, max(1, cfg.repeat // 20))}
+    cases = {
+        "typical turns": _time(detect, typical, max(1, cfg.repeat // 20)),
+        "typical turns, rules only": _time(rules_only, typical, max(1, cfg.repeat // 20)),
+    }
     for name, text in HOSTILE.items():
         # distinct texts on each side, so no gate (unchanged answer, identical re-send) cuts the work short
         cases[f"hostile {name} (user)"] = _time(detect, [("fix it", ANSWER, text, "Here is the fix.")], reps)
@@ -98,8 +105,11 @@ def run(cfg: DetectBenchConfig) -> dict:
         "typical_p99_ms": typical["p99_ms"],
         "hostile_max_ms": hostile_max,
         "hostile_max_over_typical_p50": round(hostile_max / typical["p50_ms"], 1) if typical["p50_ms"] else None,
-        "targets_met": {"typical_p50_under_2ms": typical["p50_ms"] < 2.0, "typical_p99_under_10ms": typical["p99_ms"] < 10.0,
-                        "hostile_under_50ms": hostile_max < 50.0},
+        "targets_met": {
+            "typical_p50_under_2ms": typical["p50_ms"] < 2.0,
+            "typical_p99_under_10ms": typical["p99_ms"] < 10.0,
+            "hostile_under_50ms": hostile_max < 50.0,
+        },
     }
 
 

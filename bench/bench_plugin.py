@@ -25,8 +25,13 @@ from pathlib import Path
 from . import write_result
 
 REPO = Path(__file__).resolve().parents[1]
-ASKS = ["list the files in this folder", "show disk usage of my home", "find python files changed today",
-        "count lines in main.py", "show the last 20 lines of the log"]
+ASKS = [
+    "list the files in this folder",
+    "show disk usage of my home",
+    "find python files changed today",
+    "count lines in main.py",
+    "show the last 20 lines of the log",
+]
 REPLIES = ["ls", "du -sh ~", "find . -name '*.py' -mtime -1", "wc -l main.py", "tail -n 20 app.log"]
 
 
@@ -43,8 +48,12 @@ def percentiles(samples: list[float]) -> dict:
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
-    return {"p50_ms": round(pick(0.50) * 1000, 3), "p99_ms": round(pick(0.99) * 1000, 3),
-            "mean_ms": round(statistics.fmean(ordered) * 1000, 3), "n": len(ordered)}
+    return {
+        "p50_ms": round(pick(0.50) * 1000, 3),
+        "p99_ms": round(pick(0.99) * 1000, 3),
+        "mean_ms": round(statistics.fmean(ordered) * 1000, 3),
+        "n": len(ordered),
+    }
 
 
 def script(i: int) -> tuple[str, str]:
@@ -58,6 +67,7 @@ def script(i: int) -> tuple[str, str]:
 
 
 # ------------------------------------------------------------------------------- the real loop
+
 
 def loop_bench(config: BenchConfig, home: Path) -> dict:
     sys.path.insert(0, str(REPO / "tests"))
@@ -80,11 +90,15 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
                 return cb(**kwargs)
             finally:
                 spent[0] += time.perf_counter() - started
+
         run.__module__ = cb.__module__
         return run
 
-    ours = {name: [timed(cb) if _is_ichor(cb) else cb for cb in cbs] for name, cbs in manager._hooks.items()
-            if any(_is_ichor(cb) for cb in cbs)}
+    ours = {
+        name: [timed(cb) if _is_ichor(cb) else cb for cb in cbs]
+        for name, cbs in manager._hooks.items()
+        if any(_is_ichor(cb) for cb in cbs)
+    }
     assert ours, "ichor's hooks were not registered: is ichor installed with its entry point?"
 
     def set_ichor(on: bool) -> None:
@@ -92,16 +106,30 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
             manager._hooks[name] = list(cbs) if on else [cb for cb in cbs if not _is_ichor(cb)]
 
     samples, hook_samples = {True: [], False: []}, []
-    agents = {side: AIAgent(base_url=stub.base_url, api_key="sk-stub", provider="custom", model="stub-model",
-                            quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
-                            platform="telegram", max_iterations=2) for side in (True, False)}
+    agents = {
+        side: AIAgent(
+            base_url=stub.base_url,
+            api_key="sk-stub",
+            provider="custom",
+            model="stub-model",
+            quiet_mode=True,
+            skip_context_files=True,
+            skip_memory=True,
+            enabled_toolsets=[],
+            platform="telegram",
+            max_iterations=2,
+        )
+        for side in (True, False)
+    }
     history = {True: [], False: []}
     warmup = 6
     try:
         from tqdm import tqdm
     except ImportError:
+
         def tqdm(x, **_):
             return x
+
     for i in tqdm(range(2 * (config.turns + warmup)), desc="hermes turns", leave=False):
         n = i // 2
         side = (i % 2 == 0) != (n % 2 == 1)  # which side goes first alternates, so order costs cancel
@@ -129,7 +157,8 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
     with Store.open(home) as store:
         stored = sum(store.counts().values())
     return {
-        "with_ichor": with_ichor, "without_ichor": without,
+        "with_ichor": with_ichor,
+        "without_ichor": without,
         "added_p50_ms": round(with_ichor["p50_ms"] - without["p50_ms"], 3),
         "added_p99_ms": round(with_ichor["p99_ms"] - without["p99_ms"], 3),
         "ratio_p50": round(with_ichor["p50_ms"] / without["p50_ms"], 4),
@@ -144,10 +173,19 @@ def _is_ichor(cb) -> bool:
 
 # ------------------------------------------------------------------------------- capture alone
 
+
 def hostile_text(chars: int) -> str:
     """Near-misses for every scrubber and detector pattern, repeated: emails, keys, paths, digits."""
-    unit = ("no, wrong!!! a@b sk-abc /home/ 192.168.1. +1 (555) AKIA ghp_ ==== ---- "
-            "eyJhbGciOi. password= 'x' \\\\\\ ````` ") + "9" * 60 + " " + "a" * 80 + " "
+    unit = (
+        (
+            "no, wrong!!! a@b sk-abc /home/ 192.168.1. +1 (555) AKIA ghp_ ==== ---- "
+            "eyJhbGciOi. password= 'x' \\\\\\ ````` "
+        )
+        + "9" * 60
+        + " "
+        + "a" * 80
+        + " "
+    )
     return (unit * (chars // len(unit) + 1))[:chars]
 
 
@@ -161,8 +199,10 @@ def capture_bench(config: BenchConfig, home: Path) -> dict:
         times, cpu = [], []
         for i in range(config.capture_turns):
             tracker = Tracker()
-            base = context + [{"role": "user", "content": first[0] + f" #{i}"},
-                              {"role": "assistant", "content": first[1]}]
+            base = context + [
+                {"role": "user", "content": first[0] + f" #{i}"},
+                {"role": "assistant", "content": first[1]},
+            ]
             tracker.observe(Turn("s", "telegram", base[-2]["content"], first[1], base))
             full = base + [{"role": "user", "content": second[0]}, {"role": "assistant", "content": second[1]}]
             started, started_cpu = time.perf_counter(), time.thread_time()
@@ -173,12 +213,14 @@ def capture_bench(config: BenchConfig, home: Path) -> dict:
             cpu.append(time.thread_time() - started_cpu)
         return times, cpu
 
-    context = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"earlier message {i} " * 20}
-               for i in range(10)]
+    context = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"earlier message {i} " * 20} for i in range(10)
+    ]
     answer = "Here is the command:\n\n    ls -la /srv/app\n\n" + "It lists every file with details. " * 12
     better = "Here is the command:\n\n    ls -lhS /srv/app\n\n" + "Sizes are human readable, biggest first. " * 12
-    typical = measure(("list the files in /srv/app", answer),
-                      ("no, make it human readable and sorted by size", better), context)
+    typical = measure(
+        ("list the files in /srv/app", answer), ("no, make it human readable and sorted by size", better), context
+    )
     ordinary = measure(("list the files in /srv/app", answer), ("thanks, perfect", "Glad it helped."), context)
     hostile = hostile_text(config.hostile_chars)
     rough = measure((hostile, hostile), (hostile, hostile[::-1]), [])
@@ -186,9 +228,13 @@ def capture_bench(config: BenchConfig, home: Path) -> dict:
     hostile_key = f"hostile_{config.hostile_chars // 1000}k"
     # Wall time is what a turn feels; CPU time of the capturing thread leaves out time the OS gave to
     # other processes, which dominates p99 on a busy 2-core machine.
-    return {"typical_correction": percentiles(typical[0]), "no_pair_turn": percentiles(ordinary[0]),
-            hostile_key: percentiles(rough[0]), "typical_correction_cpu": percentiles(typical[1]),
-            f"{hostile_key}_cpu": percentiles(rough[1])}
+    return {
+        "typical_correction": percentiles(typical[0]),
+        "no_pair_turn": percentiles(ordinary[0]),
+        hostile_key: percentiles(rough[0]),
+        "typical_correction_cpu": percentiles(typical[1]),
+        f"{hostile_key}_cpu": percentiles(rough[1]),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -204,10 +250,12 @@ def main(argv: list[str] | None = None) -> dict:
         loop = loop_bench(config, Path(tmp) / "hermes-home")
     result = {"hermes_agent": _hermes_version(), "turns_per_side": config.turns, "loop": loop, "capture": capture}
     out = write_result("plugin", result, "python -m bench.bench_plugin")
-    print(f"hermes turn p50 {loop['without_ichor']['p50_ms']} ms without ichor, "
-          f"{loop['with_ichor']['p50_ms']} ms with "
-          f"(+{loop['added_p50_ms']} ms; p99 +{loop['added_p99_ms']} ms); time inside ichor's hooks p50 "
-          f"{loop['ichor_hooks_per_turn']['p50_ms']} ms, p99 {loop['ichor_hooks_per_turn']['p99_ms']} ms")
+    print(
+        f"hermes turn p50 {loop['without_ichor']['p50_ms']} ms without ichor, "
+        f"{loop['with_ichor']['p50_ms']} ms with "
+        f"(+{loop['added_p50_ms']} ms; p99 +{loop['added_p99_ms']} ms); time inside ichor's hooks p50 "
+        f"{loop['ichor_hooks_per_turn']['p50_ms']} ms, p99 {loop['ichor_hooks_per_turn']['p99_ms']} ms"
+    )
     for name, figures in capture.items():
         print(f"capture {name}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms")
     print(f"wrote {out}")

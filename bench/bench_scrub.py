@@ -87,8 +87,13 @@ def run_detect_secrets(text: str, found: list[corpus.Embedded], near: list[str])
         first, last = bisect.bisect_right(starts, e.start) - 1, bisect.bisect_right(starts, e.end - 1) - 1
         values = [v for i in range(first, last + 1) for v in flagged[i]]
         lenient.append((e.kind, bool(values)))
-        strict.append((e.kind, any(v and (v in e.secret or e.secret in v) for v in values)
-                       or (e.kind == "private_key" and bool(values))))
+        strict.append(
+            (
+                e.kind,
+                any(v and (v in e.secret or e.secret in v) for v in values)
+                or (e.kind == "private_key" and bool(values)),
+            )
+        )
     near_flags = _detect_secrets_lines(near)
     return {
         "seconds": round(seconds, 3),
@@ -121,15 +126,19 @@ def run_scrubadub(text: str, found: list[corpus.Embedded], near: list[str]) -> d
 def compare(tools: dict) -> dict:
     ichor = tools["ichor"]
     peers = {name: r for name, r in tools.items() if name != "ichor" and "recall" in r}
-    behind = {name: [k for k, r in ichor["recall"].items() if r < peer["recall"].get(k, 0.0)]
-              for name, peer in peers.items()}
+    behind = {
+        name: [k for k, r in ichor["recall"].items() if r < peer["recall"].get(k, 0.0)] for name, peer in peers.items()
+    }
     from ichor.scrub import SECRET_KINDS
 
     ratio = ichor["mb_per_s"] / tools["detect-secrets"]["mb_per_s"]
     return {
         "throughput_ichor_over_detect_secrets": round(ratio, 1),
-        **({"throughput_ichor_over_scrubadub": round(ichor["mb_per_s"] / peers["scrubadub"]["mb_per_s"], 1)}
-           if "scrubadub" in peers else {}),
+        **(
+            {"throughput_ichor_over_scrubadub": round(ichor["mb_per_s"] / peers["scrubadub"]["mb_per_s"], 1)}
+            if "scrubadub" in peers
+            else {}
+        ),
         "kinds_where_ichor_recall_is_below_a_peer": behind,
         "min_ichor_secret_recall": min(ichor["recall"][k] for k in SECRET_KINDS),
         "targets": {
@@ -150,21 +159,30 @@ def main(argv: list[str] | None = None) -> dict:
 
     text, found = corpus.generate_spans(config.seed, config.size)
     rng = random.Random(config.seed)
-    near = [corpus.near_miss(rng, c) for c in sorted(corpus.NEAR_MISS_FACTORIES)
-            for _ in range(config.near_misses_per_category)]
+    near = [
+        corpus.near_miss(rng, c)
+        for c in sorted(corpus.NEAR_MISS_FACTORIES)
+        for _ in range(config.near_misses_per_category)
+    ]
     tools = {}
     for name, run in (("ichor", run_ichor), ("detect-secrets", run_detect_secrets), ("scrubadub", run_scrubadub)):
         print(f"scrub bench: {name} ...", flush=True)
         tools[name] = run(text, found, near)
     result = {
-        "corpus": {"bytes": len(text.encode()), "seed": config.seed, "items": dict(Counter(e.kind for e in found)),
-                   "near_misses": len(near)},
+        "corpus": {
+            "bytes": len(text.encode()),
+            "seed": config.seed,
+            "items": dict(Counter(e.kind for e in found)),
+            "near_misses": len(near),
+        },
         "tools": tools,
         **compare(tools),
     }
     out = write_result("scrub", result, "python -m bench.bench_scrub")
-    print(f"ichor {tools['ichor']['mb_per_s']} MB/s, detect-secrets {tools['detect-secrets']['mb_per_s']} MB/s "
-          f"({result['throughput_ichor_over_detect_secrets']}x); targets: {result['targets']} -> {out}")
+    print(
+        f"ichor {tools['ichor']['mb_per_s']} MB/s, detect-secrets {tools['detect-secrets']['mb_per_s']} MB/s "
+        f"({result['throughput_ichor_over_detect_secrets']}x); targets: {result['targets']} -> {out}"
+    )
     return result
 
 

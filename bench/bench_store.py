@@ -22,10 +22,15 @@ def _new_pair(writer: int, n: int):
     from ichor.store import NewPair
 
     return NewPair(
-        kind="correction", user_said="no, use pnpm",
+        kind="correction",
+        user_said="no, use pnpm",
         prompt=[{"role": "user", "content": f"install the dependencies of project {writer}-{n}"}],
-        rejected=f"npm install  # {writer}-{n}", accepted=f"pnpm install  # {writer}-{n}",
-        label="wrong package manager", platform="cli", session_id=f"writer-{writer}", scrubbed={},
+        rejected=f"npm install  # {writer}-{n}",
+        accepted=f"pnpm install  # {writer}-{n}",
+        label="wrong package manager",
+        platform="cli",
+        session_id=f"writer-{writer}",
+        scrubbed={},
     )
 
 
@@ -48,8 +53,9 @@ def run_writers(db_file: Path, writers: int, per_writer: int) -> dict:
     Store(db_file).close()  # create and migrate once, outside the timed part
     ctx = mp.get_context("spawn")
     start, acknowledged = ctx.Event(), ctx.Queue()
-    procs = [ctx.Process(target=_writer, args=(str(db_file), w, per_writer, start, acknowledged))
-             for w in range(writers)]
+    procs = [
+        ctx.Process(target=_writer, args=(str(db_file), w, per_writer, start, acknowledged)) for w in range(writers)
+    ]
     for p in procs:
         p.start()
     time.sleep(1.0)  # let every interpreter import and open the store before the clock starts
@@ -60,16 +66,23 @@ def run_writers(db_file: Path, writers: int, per_writer: int) -> dict:
     elapsed = time.perf_counter() - t0
     failed = [p.exitcode for p in procs if p.exitcode != 0]
     acked = sum(acknowledged.get(timeout=5) for _ in range(writers - len(failed)))
-    return {"writers": writers, "per_writer": per_writer, "seconds": round(elapsed, 3),
-            "pairs_per_s": round(writers * per_writer / elapsed, 1), "failed_writers": len(failed),
-            "acknowledged": acked, **check(db_file)}
+    return {
+        "writers": writers,
+        "per_writer": per_writer,
+        "seconds": round(elapsed, 3),
+        "pairs_per_s": round(writers * per_writer / elapsed, 1),
+        "failed_writers": len(failed),
+        "acknowledged": acked,
+        **check(db_file),
+    }
 
 
 def check(db_file: Path) -> dict:
     db = sqlite3.connect(db_file)
     try:
         total, uids, fps = db.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT uid), COUNT(DISTINCT fingerprint) FROM pairs").fetchone()
+            "SELECT COUNT(*), COUNT(DISTINCT uid), COUNT(DISTINCT fingerprint) FROM pairs"
+        ).fetchone()
         integrity = db.execute("PRAGMA integrity_check").fetchone()[0]
     finally:
         db.close()
@@ -85,13 +98,22 @@ def main(argv: list[str] | None = None) -> dict:
         single = run_writers(Path(tmp) / "one.db", 1, args.per_writer)
         many = run_writers(Path(tmp) / "many.db", args.writers, args.per_writer)
     expected = args.writers * args.per_writer
-    exact = (many["pairs"] == many["distinct_uids"] == many["distinct_fingerprints"] == many["acknowledged"]
-             == expected and many["integrity"] == "ok")
-    result = {"single": single, "concurrent": many, "expected_pairs": expected, "exact": exact,
-              "throughput_ratio_concurrent_vs_single": round(many["pairs_per_s"] / single["pairs_per_s"], 2)}
+    exact = (
+        many["pairs"] == many["distinct_uids"] == many["distinct_fingerprints"] == many["acknowledged"] == expected
+        and many["integrity"] == "ok"
+    )
+    result = {
+        "single": single,
+        "concurrent": many,
+        "expected_pairs": expected,
+        "exact": exact,
+        "throughput_ratio_concurrent_vs_single": round(many["pairs_per_s"] / single["pairs_per_s"], 2),
+    }
     out = write_result("store", result, "python -m bench.bench_store")
-    print(f"store: {args.writers}×{args.per_writer} → {many['pairs']} pairs at {many['pairs_per_s']:.0f}/s "
-          f"(1 writer: {single['pairs_per_s']:.0f}/s); exact={exact} → {out}")
+    print(
+        f"store: {args.writers}×{args.per_writer} → {many['pairs']} pairs at {many['pairs_per_s']:.0f}/s "
+        f"(1 writer: {single['pairs_per_s']:.0f}/s); exact={exact} → {out}"
+    )
     if not exact:
         raise SystemExit(f"store bench: expected exactly {expected} distinct pairs, got {many}")
     return result

@@ -30,14 +30,23 @@ REPO = BENCH_DIR.parent
 BARE = BENCH_DIR / "bare_trl_dpo.py"
 CPU_SETTINGS = {"steps": 6, "batch_size": 4, "max_length": 384, "r": 8, "alpha": 16, "lr": 1e-3, "beta": 0.1}
 DEVICE_SETTINGS = {"steps": 30, "batch_size": 16, "max_length": 512, "r": 16, "alpha": 32, "lr": 1e-4, "beta": 0.1}
-QWEN25_15B_SHAPE = dict(hidden_size=1536, intermediate_size=8960, num_hidden_layers=28, num_attention_heads=12,
-                        num_key_value_heads=2, max_position_embeddings=4096, tie_word_embeddings=True,
-                        rope_theta=1_000_000.0, rms_norm_eps=1e-6)
+QWEN25_15B_SHAPE = dict(
+    hidden_size=1536,
+    intermediate_size=8960,
+    num_hidden_layers=28,
+    num_attention_heads=12,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+    rope_theta=1_000_000.0,
+    rms_norm_eps=1e-6,
+)
 
 
 def env() -> dict:
-    e = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", WANDB_MODE="disabled",
-             DVC_NO_ANALYTICS="1")
+    e = dict(
+        os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", WANDB_MODE="disabled", DVC_NO_ANALYTICS="1"
+    )
     e["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{e.get('PATH', '')}"
     return e
 
@@ -62,21 +71,72 @@ def run_timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
 
 
 def ours_cmd(base: Path, train_file: Path, work: Path, s: dict, accelerate_config: str) -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accelerate_config,
-            "--num_cpu_threads_per_process", str(os.cpu_count() or 1), "-m", "pipelines.train",
-            "--params", str(REPO / "params.yaml"), "--base", str(base), "--train-file", str(train_file),
-            "--out", str(work / "ours"), "--metrics", str(work / "ours.json"), "--plot", str(work / "loss.json"),
-            "--steps", str(s["steps"]), "--batch-size", str(s["batch_size"]), "--max-length", str(s["max_length"]),
-            "--lora-r", str(s["r"]), "--lora-alpha", str(s["alpha"]), "--learning-rate", str(s["lr"]),
-            "--beta", str(s["beta"]), "--gradient-checkpointing", "false", "--seed", "0",
-            "--target-modules", "q_proj,k_proj,v_proj,o_proj"]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        accelerate_config,
+        "--num_cpu_threads_per_process",
+        str(os.cpu_count() or 1),
+        "-m",
+        "pipelines.train",
+        "--params",
+        str(REPO / "params.yaml"),
+        "--base",
+        str(base),
+        "--train-file",
+        str(train_file),
+        "--out",
+        str(work / "ours"),
+        "--metrics",
+        str(work / "ours.json"),
+        "--plot",
+        str(work / "loss.json"),
+        "--steps",
+        str(s["steps"]),
+        "--batch-size",
+        str(s["batch_size"]),
+        "--max-length",
+        str(s["max_length"]),
+        "--lora-r",
+        str(s["r"]),
+        "--lora-alpha",
+        str(s["alpha"]),
+        "--learning-rate",
+        str(s["lr"]),
+        "--beta",
+        str(s["beta"]),
+        "--gradient-checkpointing",
+        "false",
+        "--seed",
+        "0",
+        "--target-modules",
+        "q_proj,k_proj,v_proj,o_proj",
+    ]
 
 
 def bare_cmd(base: Path, train_file: Path, work: Path, s: dict, accelerate_config: str) -> list[str]:
-    return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", accelerate_config,
-            "--num_cpu_threads_per_process", str(os.cpu_count() or 1), str(BARE), str(base), str(train_file),
-            str(work / "bare"), str(s["steps"]), str(s["batch_size"]), str(s["max_length"]), str(s["r"]),
-            str(s["alpha"]), str(s["lr"]), str(s["beta"])]
+    return [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        accelerate_config,
+        "--num_cpu_threads_per_process",
+        str(os.cpu_count() or 1),
+        str(BARE),
+        str(base),
+        str(train_file),
+        str(work / "bare"),
+        str(s["steps"]),
+        str(s["batch_size"]),
+        str(s["max_length"]),
+        str(s["r"]),
+        str(s["alpha"]),
+        str(s["lr"]),
+        str(s["beta"]),
+    ]
 
 
 def compare(name: str, base: Path, train_file: Path, settings: dict, repeats: int, accelerate_config: str) -> dict:
@@ -97,13 +157,22 @@ def compare(name: str, base: Path, train_file: Path, settings: dict, repeats: in
                     tokens_per_s["bare"].append(last_json_line(proc.stdout).get("bare_tokens_per_s"))
                 print(f"  {name} {who}: {wall:.2f} s", flush=True)
     ours, bare = statistics.median(walls["ours"]), statistics.median(walls["bare"])
-    result = {"settings": settings, "repeats": repeats, "ours_wall_s": round(ours, 2), "bare_wall_s": round(bare, 2),
-              "ratio": round(ours / bare, 4), "overhead_pct": round(100 * (ours / bare - 1), 2),
-              "target_overhead_pct": 5.0, "walls": {k: [round(w, 2) for w in v] for k, v in walls.items()},
-              "ours_tokens_per_s": statistics.median(tokens_per_s["ours"]),
-              "bare_tokens_per_s": statistics.median(x for x in tokens_per_s["bare"] if x is not None)}
-    print(f"{name}: ours {ours:.2f} s vs bare TRL {bare:.2f} s → ratio {result['ratio']} "
-          f"(overhead {result['overhead_pct']} %, target ≤ 5 %)")
+    result = {
+        "settings": settings,
+        "repeats": repeats,
+        "ours_wall_s": round(ours, 2),
+        "bare_wall_s": round(bare, 2),
+        "ratio": round(ours / bare, 4),
+        "overhead_pct": round(100 * (ours / bare - 1), 2),
+        "target_overhead_pct": 5.0,
+        "walls": {k: [round(w, 2) for w in v] for k, v in walls.items()},
+        "ours_tokens_per_s": statistics.median(tokens_per_s["ours"]),
+        "bare_tokens_per_s": statistics.median(x for x in tokens_per_s["bare"] if x is not None),
+    }
+    print(
+        f"{name}: ours {ours:.2f} s vs bare TRL {bare:.2f} s → ratio {result['ratio']} "
+        f"(overhead {result['overhead_pct']} %, target ≤ 5 %)"
+    )
     return result
 
 
@@ -134,7 +203,7 @@ def long_rows(train_file: Path, out: Path, tokenizer, target_tokens: int) -> Pat
             bare = [{"role": "user", "content": question}]
             room = max(0, target_tokens - max(length(bare, r["chosen"]), length(bare, r["rejected"])) - 2)
             offset = (i * 37) % (len(filler_ids) - room - 1)
-            context = tokenizer.decode(filler_ids[offset:offset + room])
+            context = tokenizer.decode(filler_ids[offset : offset + room])
             prompt = [{"role": "user", "content": context + "\n\n" + question}]
             fh.write(json.dumps({"prompt": prompt, "chosen": r["chosen"], "rejected": r["rejected"]}) + "\n")
     return out
@@ -151,8 +220,9 @@ def device_run(args) -> dict:
         work = Path(tmp)
         smol = REPO / "models" / "base"
         if not (smol / "config.json").is_file():
-            subprocess.run([sys.executable, "-m", "pipelines.base_model", "--out", str(smol)], cwd=REPO, env=env(),
-                           check=True)
+            subprocess.run(
+                [sys.executable, "-m", "pipelines.base_model", "--out", str(smol)], cwd=REPO, env=env(), check=True
+            )
         tok = AutoTokenizer.from_pretrained(smol)
         data = long_rows(export_rows(work), work / "long.jsonl", tok, DEVICE_SETTINGS["max_length"])
         shapes = {"smollm2-135m": smol}
@@ -163,10 +233,18 @@ def device_run(args) -> dict:
             tok.save_pretrained(qwen)  # a smaller vocab than the model's: every id stays in range
             shapes["qwen2.5-1.5b"] = qwen
         for name in args.shapes:
-            results[name] = compare(name, shapes[name], data, DEVICE_SETTINGS, args.repeats,
-                                    str(REPO / "configs" / "accelerate" / "single_gpu.yaml"))
-            print(f"{name}: tokens/s ours {results[name]['ours_tokens_per_s']} vs bare TRL "
-                  f"{results[name]['bare_tokens_per_s']}")
+            results[name] = compare(
+                name,
+                shapes[name],
+                data,
+                DEVICE_SETTINGS,
+                args.repeats,
+                str(REPO / "configs" / "accelerate" / "single_gpu.yaml"),
+            )
+            print(
+                f"{name}: tokens/s ours {results[name]['ours_tokens_per_s']} vs bare TRL "
+                f"{results[name]['bare_tokens_per_s']}"
+            )
     return results
 
 
@@ -196,8 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smollm2-steps", type=int, default=4)
     parser.add_argument("--smollm2-repeats", type=int, default=2)
     parser.add_argument("--device-run", action="store_true", help="CUDA throughput run (see above)")
-    parser.add_argument("--shapes", nargs="+", default=["smollm2-135m", "qwen2.5-1.5b"],
-                        choices=["smollm2-135m", "qwen2.5-1.5b"])
+    parser.add_argument(
+        "--shapes", nargs="+", default=["smollm2-135m", "qwen2.5-1.5b"], choices=["smollm2-135m", "qwen2.5-1.5b"]
+    )
     args = parser.parse_args(argv)
     if args.device_run:
         data = device_run(args)

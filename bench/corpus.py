@@ -17,7 +17,6 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
 ALNUM = string.ascii_letters + string.digits
 URLSAFE = ALNUM + "_-"
 B64 = ALNUM + "+/"
@@ -42,6 +41,7 @@ def _b64url(raw: bytes) -> str:
 
 
 # --- fake secrets, one factory per kind -----------------------------------------------------------------
+
 
 def openai_key(rng):
     style = rng.choice(["legacy", "proj", "svcacct", "proj"])
@@ -76,14 +76,38 @@ def aws_secret_key(rng):
 def slack_token(rng):
     style = rng.choice(["bot", "user", "app", "hook"])
     if style == "bot":
-        return ("xo" + "xb-" + _body(rng, string.digits, 12) + "-" + _body(rng, string.digits, 13) + "-"
-                + _mixed(rng, ALNUM, 24))
+        return (
+            "xo"
+            + "xb-"
+            + _body(rng, string.digits, 12)
+            + "-"
+            + _body(rng, string.digits, 13)
+            + "-"
+            + _mixed(rng, ALNUM, 24)
+        )
     if style == "user":
-        return ("xo" + "xp-" + _body(rng, string.digits, 12) + "-" + _body(rng, string.digits, 12) + "-"
-                + _body(rng, string.digits, 13) + "-" + _body(rng, HEXLOWER, 32))
+        return (
+            "xo"
+            + "xp-"
+            + _body(rng, string.digits, 12)
+            + "-"
+            + _body(rng, string.digits, 12)
+            + "-"
+            + _body(rng, string.digits, 13)
+            + "-"
+            + _body(rng, HEXLOWER, 32)
+        )
     if style == "app":
-        return ("xa" + "pp-1-" + "A0" + _body(rng, UPPER_ALNUM, 9) + "-" + _body(rng, string.digits, 13) + "-"
-                + _body(rng, HEXLOWER, 64))
+        return (
+            "xa"
+            + "pp-1-"
+            + "A0"
+            + _body(rng, UPPER_ALNUM, 9)
+            + "-"
+            + _body(rng, string.digits, 13)
+            + "-"
+            + _body(rng, HEXLOWER, 64)
+        )
     return "T" + _body(rng, UPPER_ALNUM, 10) + "/B" + _body(rng, UPPER_ALNUM, 10) + "/" + _mixed(rng, ALNUM, 24)
 
 
@@ -102,10 +126,14 @@ def telegram_bot_token(rng):
 
 def jwt(rng):
     header = {"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"}
-    payload = {"sub": str(rng.randint(1, 10**9)), "iat": rng.randint(1_600_000_000, 1_800_000_000),
-               "role": rng.choice(["admin", "user"])}
-    return ".".join([_b64url(json.dumps(header).encode()), _b64url(json.dumps(payload).encode()),
-                     _b64url(rng.randbytes(32))])
+    payload = {
+        "sub": str(rng.randint(1, 10**9)),
+        "iat": rng.randint(1_600_000_000, 1_800_000_000),
+        "role": rng.choice(["admin", "user"]),
+    }
+    return ".".join(
+        [_b64url(json.dumps(header).encode()), _b64url(json.dumps(payload).encode()), _b64url(rng.randbytes(32))]
+    )
 
 
 def bearer(rng):
@@ -168,11 +196,25 @@ def home_path(rng):
 
 
 FACTORIES: dict[str, Callable[[random.Random], str]] = {
-    "private_key": private_key, "openai_key": openai_key, "anthropic_key": anthropic_key, "hf_token": hf_token,
-    "github_token": github_token, "aws_access_key": aws_access_key, "aws_secret_key": aws_secret_key,
-    "slack_token": slack_token, "stripe_key": stripe_key, "google_api_key": google_api_key,
-    "telegram_bot_token": telegram_bot_token, "jwt": jwt, "bearer": bearer, "url_password": url_password,
-    "env_secret": env_secret, "email": email, "ip": ip, "phone": phone, "home_path": home_path,
+    "private_key": private_key,
+    "openai_key": openai_key,
+    "anthropic_key": anthropic_key,
+    "hf_token": hf_token,
+    "github_token": github_token,
+    "aws_access_key": aws_access_key,
+    "aws_secret_key": aws_secret_key,
+    "slack_token": slack_token,
+    "stripe_key": stripe_key,
+    "google_api_key": google_api_key,
+    "telegram_bot_token": telegram_bot_token,
+    "jwt": jwt,
+    "bearer": bearer,
+    "url_password": url_password,
+    "env_secret": env_secret,
+    "email": email,
+    "ip": ip,
+    "phone": phone,
+    "home_path": home_path,
 }
 
 
@@ -180,42 +222,79 @@ FACTORIES: dict[str, Callable[[random.Random], str]] = {
 # {s} is the secret; each template is something a user or an agent plausibly writes in a coding chat.
 
 CONTEXTS: dict[str, list[str]] = {
-    "openai_key": ["export OPENAI_API_KEY={s}", 'client = OpenAI(api_key="{s}")',
-                   "my key is {s} and it still says 401",
-                   'curl https://api.openai.com/v1/models -H "Authorization: Bearer {s}"',
-                   '{{"openai": {{"key": "{s}"}}}}'],
-    "anthropic_key": ["ANTHROPIC_API_KEY={s} hermes chat", 'anthropic.Anthropic(api_key="{s}")',
-                      "here's the key: {s} (rotating it tomorrow)"],
-    "hf_token": ["huggingface-cli login --token {s}", 'login(token="{s}")', "HF_TOKEN={s} python train.py",
-                 "push failed with token {s}: 403"],
-    "github_token": ["git clone https://{s}@github.com/acme/infra.git", "GITHUB_TOKEN={s}",
-                     'gh auth login --with-token <<< "{s}"', "the PAT is {s}"],
+    "openai_key": [
+        "export OPENAI_API_KEY={s}",
+        'client = OpenAI(api_key="{s}")',
+        "my key is {s} and it still says 401",
+        'curl https://api.openai.com/v1/models -H "Authorization: Bearer {s}"',
+        '{{"openai": {{"key": "{s}"}}}}',
+    ],
+    "anthropic_key": [
+        "ANTHROPIC_API_KEY={s} hermes chat",
+        'anthropic.Anthropic(api_key="{s}")',
+        "here's the key: {s} (rotating it tomorrow)",
+    ],
+    "hf_token": [
+        "huggingface-cli login --token {s}",
+        'login(token="{s}")',
+        "HF_TOKEN={s} python train.py",
+        "push failed with token {s}: 403",
+    ],
+    "github_token": [
+        "git clone https://{s}@github.com/acme/infra.git",
+        "GITHUB_TOKEN={s}",
+        'gh auth login --with-token <<< "{s}"',
+        "the PAT is {s}",
+    ],
     "aws_access_key": ["aws_access_key_id = {s}", "export AWS_ACCESS_KEY_ID={s}", "access key {s} was denied"],
-    "aws_secret_key": ["aws_secret_access_key = {s}", "export AWS_SECRET_ACCESS_KEY={s}",
-                       '"SecretAccessKey": "{s}",', "aws secret: {s}"],
+    "aws_secret_key": [
+        "aws_secret_access_key = {s}",
+        "export AWS_SECRET_ACCESS_KEY={s}",
+        '"SecretAccessKey": "{s}",',
+        "aws secret: {s}",
+    ],
     "slack_token": ["SLACK_BOT_TOKEN={s}", "slack token {s} got revoked?", 'token="{s}"'],
     "stripe_key": ["stripe.api_key = '{s}'", "STRIPE_SECRET_KEY={s}", "charge failed for key {s}"],
-    "google_api_key": ["https://maps.googleapis.com/maps/api/geocode/json?address=x&key={s}", "GOOGLE_API_KEY={s}",
-                       "gemini key {s} doesn't work"],
-    "telegram_bot_token": ["TELEGRAM_BOT_TOKEN={s}", "https://api.telegram.org/bot{s}/getMe",
-                           "bot token is {s}"],
+    "google_api_key": [
+        "https://maps.googleapis.com/maps/api/geocode/json?address=x&key={s}",
+        "GOOGLE_API_KEY={s}",
+        "gemini key {s} doesn't work",
+    ],
+    "telegram_bot_token": ["TELEGRAM_BOT_TOKEN={s}", "https://api.telegram.org/bot{s}/getMe", "bot token is {s}"],
     "jwt": ["Cookie: session={s}", "the token {s} expires too early", 'jwt.decode("{s}", key)'],
-    "bearer": ["Authorization: Bearer {s}", 'curl -H "Authorization: Bearer {s}" https://api.internal/v2/jobs',
-               "headers = {{'Authorization': 'Bearer {s}'}}"],
-    "url_password": ["DATABASE_URL=postgres://app:{s}@db.internal:5432/app", "redis://default:{s}@cache.prod:6379/0",
-                     "mongo mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/test",
-                     "https://deploy:{s}@registry.acme.io/v2/"],
-    "env_secret": ["DB_PASSWORD={s}", 'export SESSION_SECRET="{s}"', "password: {s}", '"client_secret": "{s}",',
-                   "JWT_SIGNING_KEY='{s}'", "smtp_password = \"{s}\""],
+    "bearer": [
+        "Authorization: Bearer {s}",
+        'curl -H "Authorization: Bearer {s}" https://api.internal/v2/jobs',
+        "headers = {{'Authorization': 'Bearer {s}'}}",
+    ],
+    "url_password": [
+        "DATABASE_URL=postgres://app:{s}@db.internal:5432/app",
+        "redis://default:{s}@cache.prod:6379/0",
+        "mongo mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/test",
+        "https://deploy:{s}@registry.acme.io/v2/",
+    ],
+    "env_secret": [
+        "DB_PASSWORD={s}",
+        'export SESSION_SECRET="{s}"',
+        "password: {s}",
+        '"client_secret": "{s}",',
+        "JWT_SIGNING_KEY='{s}'",
+        'smtp_password = "{s}"',
+    ],
     "private_key": ["here is the deploy key:\n{s}\n", "cat ~/.ssh/id_rsa\n{s}", "```\n{s}\n```"],
     "email": ["contact {s} for access", "Author: Jane Doe <{s}>", 'git config user.email "{s}"', "cc: {s}"],
     "ip": ["ssh deploy@{s}", "connection refused from {s}:443", "the VPS is at {s}", "curl http://{s}:8080/health"],
     "phone": ["call me at {s} if it breaks", "on-call: {s}", "Phone: {s}", "(ring {s} after 6pm)"],
-    "home_path": ["File \"{s}/projects/app/main.py\", line 12, in <module>", "cd {s}/code && make",
-                  "config lives in {s}/.config/hermes", "ls -la {s}/Downloads"],
+    "home_path": [
+        'File "{s}/projects/app/main.py", line 12, in <module>',
+        "cd {s}/code && make",
+        "config lives in {s}/.config/hermes",
+        "ls -la {s}/Downloads",
+    ],
 }
 
 # --- near-misses: realistic text that must come out untouched ------------------------------------------
+
 
 def _uuid(rng):
     h = _body(rng, HEXLOWER, 32)
@@ -223,37 +302,91 @@ def _uuid(rng):
 
 
 NEAR_MISS_FACTORIES: dict[str, Callable[[random.Random], str]] = {
-    "version": lambda rng: rng.choice(["numpy=={}.{}.{}", "version {}.{}.{}.4", "v{}.{}.{}", "Python 3.{}.{}{}",
-                                       "pip install torch=={}.{}.{}"]).format(*(rng.randint(0, 30) for _ in range(3))),
+    "version": lambda rng: rng.choice(
+        ["numpy=={}.{}.{}", "version {}.{}.{}.4", "v{}.{}.{}", "Python 3.{}.{}{}", "pip install torch=={}.{}.{}"]
+    ).format(*(rng.randint(0, 30) for _ in range(3))),
     "git_sha": lambda rng: rng.choice(["commit {}", "git checkout {}", "fixed in {}"]).format(
-        _body(rng, HEXLOWER, rng.choice([7, 8, 12, 40]))),
+        _body(rng, HEXLOWER, rng.choice([7, 8, 12, 40]))
+    ),
     "sha256": lambda rng: rng.choice(["sha256:{}", "{}  model.safetensors", "checksum {}"]).format(
-        _body(rng, HEXLOWER, 64)),
+        _body(rng, HEXLOWER, 64)
+    ),
     "uuid": lambda rng: f"request id {_uuid(rng)} failed",
-    "sk_word": lambda rng: rng.choice(["see the task-list", "a risk-free refactor", "my desk-lamp-controller-firmware",
-                                       "the sk-learn-compatible-estimator-wrapper",
-                                       "the mask-rcnn-benchmark-repository"]),
-    "example_url": lambda rng: rng.choice(["https://example.com/docs/getting-started", "http://www.example.com/a?b=c",
-                                           "https://user@example.com/repo.git"]),
-    "localhost_url": lambda rng: rng.choice(["http://localhost:{}/api", "postgres://localhost:{}/app",
-                                             "redis://127.0.0.1:{}/0"]).format(rng.randint(1024, 65535)),
-    "system_path": lambda rng: rng.choice(["/usr/local/bin/python3", "/home", "~/projects/ichor", "/var/log/syslog",
-                                           "/opt/homebrew/bin", "ls /home/"]),
+    "sk_word": lambda rng: rng.choice(
+        [
+            "see the task-list",
+            "a risk-free refactor",
+            "my desk-lamp-controller-firmware",
+            "the sk-learn-compatible-estimator-wrapper",
+            "the mask-rcnn-benchmark-repository",
+        ]
+    ),
+    "example_url": lambda rng: rng.choice(
+        [
+            "https://example.com/docs/getting-started",
+            "http://www.example.com/a?b=c",
+            "https://user@example.com/repo.git",
+        ]
+    ),
+    "localhost_url": lambda rng: rng.choice(
+        ["http://localhost:{}/api", "postgres://localhost:{}/app", "redis://127.0.0.1:{}/0"]
+    ).format(rng.randint(1024, 65535)),
+    "system_path": lambda rng: rng.choice(
+        ["/usr/local/bin/python3", "/home", "~/projects/ichor", "/var/log/syslog", "/opt/homebrew/bin", "ls /home/"]
+    ),
     "css_colour": lambda rng: f"color: #{_body(rng, HEXLOWER, 6)}; background: #{_body(rng, HEXLOWER, 3)};",
-    "identifier": lambda rng: rng.choice(["getUserAccountSettingsForTenantById", "hf_hub_download", "max_tokens=512",
-                                          "pad_token = tokenizer.eos_token", 'api_key = os.environ["OPENAI_API_KEY"]',
-                                          "export OPENAI_API_KEY=$OPENAI_API_KEY", "token = response",
-                                          'eos_token="</s>"', "the bearer of bad news", "AUTH_TOKEN=${AUTH_TOKEN}",
-                                          "Bearer authentication", "sort_key = name", "password: ********"]),
+    "identifier": lambda rng: rng.choice(
+        [
+            "getUserAccountSettingsForTenantById",
+            "hf_hub_download",
+            "max_tokens=512",
+            "pad_token = tokenizer.eos_token",
+            'api_key = os.environ["OPENAI_API_KEY"]',
+            "export OPENAI_API_KEY=$OPENAI_API_KEY",
+            "token = response",
+            'eos_token="</s>"',
+            "the bearer of bad news",
+            "AUTH_TOKEN=${AUTH_TOKEN}",
+            "Bearer authentication",
+            "sort_key = name",
+            "password: ********",
+        ]
+    ),
     "base64_id": lambda rng: rng.choice(["dGhpcyBpcyBhIHRlc3Q=", "aGVsbG8gd29ybGQ=", "SGVybWVzQWdlbnQ="]),
-    "numbers": lambda rng: rng.choice(["on 2024-0{}-1{}", "at 12:3{}:4{}", "in 19{}{}", "order #1234{}{}78",
-                                       "ticket 98765{}{}210", "pi is 3.14{}{}9", "1,234,5{}{}"]).format(
-        rng.randint(1, 9), rng.randint(0, 9)),
-    "safe_ip": lambda rng: rng.choice(["127.0.0.1", "0.0.0.0:8000", "192.0.2.{}", "198.51.100.{}", "203.0.113.{}",
-                                       "::1", "2001:db8::{}", "netmask 255.255.255.0"]).format(rng.randint(1, 254)),
-    "code": lambda rng: rng.choice(["x = a[1::2]", "std::vector<int> v;", "git@github.com:acme/ichor.git",
-                                    "icon@2x.png", "npm i @types/node react@18.2.0", "diff: @@ -12,7 +12,8 @@",
-                                    "MAC 00:1A:2B:3C:4D:5E"]),
+    "numbers": lambda rng: rng.choice(
+        [
+            "on 2024-0{}-1{}",
+            "at 12:3{}:4{}",
+            "in 19{}{}",
+            "order #1234{}{}78",
+            "ticket 98765{}{}210",
+            "pi is 3.14{}{}9",
+            "1,234,5{}{}",
+        ]
+    ).format(rng.randint(1, 9), rng.randint(0, 9)),
+    "safe_ip": lambda rng: rng.choice(
+        [
+            "127.0.0.1",
+            "0.0.0.0:8000",
+            "192.0.2.{}",
+            "198.51.100.{}",
+            "203.0.113.{}",
+            "::1",
+            "2001:db8::{}",
+            "netmask 255.255.255.0",
+        ]
+    ).format(rng.randint(1, 254)),
+    "code": lambda rng: rng.choice(
+        [
+            "x = a[1::2]",
+            "std::vector<int> v;",
+            "git@github.com:acme/ichor.git",
+            "icon@2x.png",
+            "npm i @types/node react@18.2.0",
+            "diff: @@ -12,7 +12,8 @@",
+            "MAC 00:1A:2B:3C:4D:5E",
+        ]
+    ),
 }
 
 FILLER = [

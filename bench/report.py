@@ -13,33 +13,53 @@ META_KEYS = ("bench", "command", "machine", "date")
 
 # (section title, benchmark names whose results belong there, what the section answers)
 SECTIONS = [
-    ("Capture cost per Hermes turn", ("plugin", "detect"),
-     "Time ichor's capture path adds to one turn (tracker + detector + scrubber + store), p50 and p99, for "
-     "typical turns and for 50,000-character hostile text. Target (issue 2): p50 < 2 ms and p99 < 10 ms on "
-     "typical turns, < 50 ms on hostile text."),
-    ("Plugin: time added to a real Hermes turn", ("plugin",),
-     "The same Hermes turns through the real agent loop (hermes-agent, loopback model), with and without the "
-     "plugin enabled, interleaved."),
-    ("Scrubber against detect-secrets and scrubadub", ("scrub",),
-     "Same generated corpus for every tool: throughput (MB/s) and recall per secret kind. Target: ichor's "
-     "recall ≥ each peer's on every kind, at ≥ 3× detect-secrets' throughput."),
-    ("Export: 1k, 10k and 100k pairs", ("export",),
-     "`load_records` from a data dir streamed into `write_export`, one interpreter per size. Target: time per "
-     "pair flat, peak memory bounded (streaming, not load-all)."),
-    ("Store: 8 processes × 1,000 captures", ("store",),
-     "Eight writer processes released together on one SQLite file, next to one writer alone. Target: exactly "
-     "8,000 pairs, no duplicate uid or fingerprint."),
-    ("Training: stage overhead against bare TRL", ("train",),
-     "The `train` stage against a bare TRL `DPOTrainer` run on the same rows and settings. Target (issue 4): "
-     "overhead ≤ 5 %."),
+    (
+        "Capture cost per Hermes turn",
+        ("plugin", "detect"),
+        "Time ichor's capture path adds to one turn (tracker + detector + scrubber + store), p50 and p99, for "
+        "typical turns and for 50,000-character hostile text. Target (issue 2): p50 < 2 ms and p99 < 10 ms on "
+        "typical turns, < 50 ms on hostile text.",
+    ),
+    (
+        "Plugin: time added to a real Hermes turn",
+        ("plugin",),
+        "The same Hermes turns through the real agent loop (hermes-agent, loopback model), with and without the "
+        "plugin enabled, interleaved.",
+    ),
+    (
+        "Scrubber against detect-secrets and scrubadub",
+        ("scrub",),
+        "Same generated corpus for every tool: throughput (MB/s) and recall per secret kind. Target: ichor's "
+        "recall ≥ each peer's on every kind, at ≥ 3× detect-secrets' throughput.",
+    ),
+    (
+        "Export: 1k, 10k and 100k pairs",
+        ("export",),
+        "`load_records` from a data dir streamed into `write_export`, one interpreter per size. Target: time per "
+        "pair flat, peak memory bounded (streaming, not load-all).",
+    ),
+    (
+        "Store: 8 processes × 1,000 captures",
+        ("store",),
+        "Eight writer processes released together on one SQLite file, next to one writer alone. Target: exactly "
+        "8,000 pairs, no duplicate uid or fingerprint.",
+    ),
+    (
+        "Training: stage overhead against bare TRL",
+        ("train",),
+        "The `train` stage against a bare TRL `DPOTrainer` run on the same rows and settings. Target (issue 4): "
+        "overhead ≤ 5 %.",
+    ),
 ]
 # Which part of a benchmark's results a section shows, when a benchmark feeds several sections.
-SECTION_VIEWS = {("Capture cost per Hermes turn", "plugin"): "capture_table",
-                 ("Plugin: time added to a real Hermes turn", "plugin"): "plugin_table"}
+SECTION_VIEWS = {
+    ("Capture cost per Hermes turn", "plugin"): "capture_table",
+    ("Plugin: time added to a real Hermes turn", "plugin"): "plugin_table",
+}
 CAPTURE_P50_MS, CAPTURE_P99_MS, HOSTILE_MS = 2.0, 10.0, 50.0
 
 # Targets that are checked against figures; (name, description, check(results) -> (measured, met) or None).
-EXPORT_TIME_FLAT = 1.5   # 100k/1k per-pair time at most this
+EXPORT_TIME_FLAT = 1.5  # 100k/1k per-pair time at most this
 EXPORT_HEAP_BOUND = 4.0  # 100k/1k peak Python heap at most this, for 100× the pairs
 
 
@@ -71,8 +91,12 @@ def table(header: list[str], rows: list[list]) -> str:
 
 def _is_matrix(value) -> bool:
     """A dict of dicts of plain values: one table row per outer key."""
-    return (isinstance(value, dict) and len(value) > 1 and all(isinstance(v, dict) for v in value.values())
-            and all(not isinstance(x, (dict, list)) or _plain_list(x) for v in value.values() for x in v.values()))
+    return (
+        isinstance(value, dict)
+        and len(value) > 1
+        and all(isinstance(v, dict) for v in value.values())
+        and all(not isinstance(x, (dict, list)) or _plain_list(x) for v in value.values() for x in v.values())
+    )
 
 
 def _plain_list(value) -> bool:
@@ -98,8 +122,10 @@ def generic(result: dict) -> str:
             continue
         if _is_matrix(value):
             columns = list(dict.fromkeys(c for v in value.values() for c in v))
-            parts.append(f"**{key}**\n\n" + table([key, *columns], [[k, *(v.get(c) for c in columns)]
-                                                                     for k, v in value.items()]))
+            parts.append(
+                f"**{key}**\n\n"
+                + table([key, *columns], [[k, *(v.get(c) for c in columns)] for k, v in value.items()])
+            )
         else:
             rows.extend([k, v] for k, v in _flatten(value, key))
     if rows:
@@ -108,23 +134,52 @@ def generic(result: dict) -> str:
 
 
 def export_table(r: dict) -> str:
-    rows = [[int(size), s["us_per_pair"], s["seconds"], s["tracemalloc_peak_mb"], s["peak_rss_mb"], s["output_mb"]]
-            for size, s in sorted(r["sizes"].items(), key=lambda kv: int(kv[0]))]
+    rows = [
+        [int(size), s["us_per_pair"], s["seconds"], s["tracemalloc_peak_mb"], s["peak_rss_mb"], s["output_mb"]]
+        for size, s in sorted(r["sizes"].items(), key=lambda kv: int(kv[0]))
+    ]
     body = table(["pairs", "µs per pair", "total s", "peak Python heap MB", "peak RSS MB", "output MB"], rows)
-    return (body + f"\n\nPer-pair time, largest/smallest: **{fmt(r['time_per_pair_ratio_largest_vs_smallest'])}×**; "
-            f"peak heap, largest/smallest: **{fmt(r['heap_peak_ratio_largest_vs_smallest'])}×** for "
-            f"{fmt(r['size_ratio'])}× the pairs. Input layout: {r['layout']}.")
+    return (
+        body + f"\n\nPer-pair time, largest/smallest: **{fmt(r['time_per_pair_ratio_largest_vs_smallest'])}×**; "
+        f"peak heap, largest/smallest: **{fmt(r['heap_peak_ratio_largest_vs_smallest'])}×** for "
+        f"{fmt(r['size_ratio'])}× the pairs. Input layout: {r['layout']}."
+    )
 
 
 def store_table(r: dict) -> str:
-    rows = [[label, s["writers"], s["per_writer"], s["seconds"], s["pairs_per_s"], s["pairs"], s["distinct_uids"],
-             s["distinct_fingerprints"], s["integrity"]]
-            for label, s in (("1 writer", r["single"]), ("8 writers", r["concurrent"]))]
-    body = table(["run", "processes", "captures each", "seconds", "pairs/s", "pairs", "distinct uids",
-                  "distinct fingerprints", "integrity_check"], rows)
-    return (body + f"\n\nExactly {fmt(r['expected_pairs'])} distinct pairs: **{fmt(r['exact'])}**. Throughput, 8 "
-            f"writers / 1 writer: {fmt(r['throughput_ratio_concurrent_vs_single'])}× (writes serialise on SQLite's "
-            "write lock; the point is that none is lost or doubled).")
+    rows = [
+        [
+            label,
+            s["writers"],
+            s["per_writer"],
+            s["seconds"],
+            s["pairs_per_s"],
+            s["pairs"],
+            s["distinct_uids"],
+            s["distinct_fingerprints"],
+            s["integrity"],
+        ]
+        for label, s in (("1 writer", r["single"]), ("8 writers", r["concurrent"]))
+    ]
+    body = table(
+        [
+            "run",
+            "processes",
+            "captures each",
+            "seconds",
+            "pairs/s",
+            "pairs",
+            "distinct uids",
+            "distinct fingerprints",
+            "integrity_check",
+        ],
+        rows,
+    )
+    return (
+        body + f"\n\nExactly {fmt(r['expected_pairs'])} distinct pairs: **{fmt(r['exact'])}**. Throughput, 8 "
+        f"writers / 1 writer: {fmt(r['throughput_ratio_concurrent_vs_single'])}× (writes serialise on SQLite's "
+        "write lock; the point is that none is lost or doubled)."
+    )
 
 
 def capture_table(r: dict) -> str:
@@ -132,47 +187,75 @@ def capture_table(r: dict) -> str:
     rows = [[case, c["p50_ms"], c["p99_ms"], c.get("mean_ms"), c.get("n")] for case, c in cases.items()]
     return table(["turn", "p50 ms", "p99 ms", "mean ms", "turns"], rows) + (
         "\n\n`typical_correction`: a turn that makes a pair (detect + scrub + store write); `no_pair_turn`: an "
-        "ordinary next message; `hostile_50k`: 50,000 characters built to stall regexes.")
+        "ordinary next message; `hostile_50k`: 50,000 characters built to stall regexes."
+    )
 
 
 def plugin_table(r: dict) -> str:
     loop = r["loop"]
-    rows = [[side.replace("_", " "), loop[side]["p50_ms"], loop[side]["p99_ms"], loop[side].get("mean_ms"),
-             loop[side].get("n")] for side in ("without_ichor", "with_ichor")]
+    rows = [
+        [
+            side.replace("_", " "),
+            loop[side]["p50_ms"],
+            loop[side]["p99_ms"],
+            loop[side].get("mean_ms"),
+            loop[side].get("n"),
+        ]
+        for side in ("without_ichor", "with_ichor")
+    ]
     if "ichor_hooks_per_turn" in loop:
         h = loop["ichor_hooks_per_turn"]
         rows.append(["ichor's hooks alone", h["p50_ms"], h["p99_ms"], h.get("mean_ms"), h.get("n")])
-    return (table(["Hermes turn", "p50 ms", "p99 ms", "mean ms", "turns"], rows)
-            + f"\n\nAdded per turn: p50 {fmt(loop.get('added_p50_ms'))} ms, p99 {fmt(loop.get('added_p99_ms'))} ms; "
-            f"with/without at p50: {fmt(loop.get('ratio_p50'))}×. A whole turn's p99 is dominated by the loopback "
-            "model and scheduling noise, hence the hooks' own time on the last row. Hermes "
-            f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} pairs stored during the run.")
+    return (
+        table(["Hermes turn", "p50 ms", "p99 ms", "mean ms", "turns"], rows)
+        + f"\n\nAdded per turn: p50 {fmt(loop.get('added_p50_ms'))} ms, p99 {fmt(loop.get('added_p99_ms'))} ms; "
+        f"with/without at p50: {fmt(loop.get('ratio_p50'))}×. A whole turn's p99 is dominated by the loopback "
+        "model and scheduling noise, hence the hooks' own time on the last row. Hermes "
+        f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} pairs stored during the run."
+    )
 
 
 def scrub_table(r: dict) -> str:
     tools = r["tools"]
     names = list(tools)
-    speed = [[name, t.get("mb_per_s"), t.get("seconds"),
-              (tools["ichor"]["mb_per_s"] / t["mb_per_s"]) if t.get("mb_per_s") else None,
-              t.get("near_miss_untouched")] for name, t in tools.items()]
+    speed = [
+        [
+            name,
+            t.get("mb_per_s"),
+            t.get("seconds"),
+            (tools["ichor"]["mb_per_s"] / t["mb_per_s"]) if t.get("mb_per_s") else None,
+            t.get("near_miss_untouched"),
+        ]
+        for name, t in tools.items()
+    ]
     kinds = sorted({k for t in tools.values() for k in (t.get("recall") or {})})
     recall = [[kind, *((tools[n].get("recall") or {}).get(kind) for n in names)] for kind in kinds]
     corpus = r.get("corpus", {})
-    notes = [f"Corpus: {fmt(corpus.get('bytes'))} bytes, seed {corpus.get('seed')}, "
-             f"{fmt(sum((corpus.get('items') or {}).values()))} planted items and {fmt(corpus.get('near_misses'))} "
-             "near-misses, generated at run time."]
+    notes = [
+        f"Corpus: {fmt(corpus.get('bytes'))} bytes, seed {corpus.get('seed')}, "
+        f"{fmt(sum((corpus.get('items') or {}).values()))} planted items and {fmt(corpus.get('near_misses'))} "
+        "near-misses, generated at run time."
+    ]
     for name, t in tools.items():
         if t.get("error") or t.get("skipped"):
             notes.append(f"{name}: {t.get('error') or t.get('skipped')}")
-    return ("\n\n".join(notes) + "\n\n"
-            + table(["tool", "MB/s", "seconds", "ichor's speed / tool's", "near-misses left alone"], speed)
-            + "\n\nRecall per kind (share of planted items removed):\n\n"
-            + table(["kind", *names], recall)
-            + f"\n\nKinds where ichor's recall is below a peer's: {fmt(r.get('kinds_where_ichor_recall_is_below_a_peer'))}.")
+    return (
+        "\n\n".join(notes)
+        + "\n\n"
+        + table(["tool", "MB/s", "seconds", "ichor's speed / tool's", "near-misses left alone"], speed)
+        + "\n\nRecall per kind (share of planted items removed):\n\n"
+        + table(["kind", *names], recall)
+        + f"\n\nKinds where ichor's recall is below a peer's: {fmt(r.get('kinds_where_ichor_recall_is_below_a_peer'))}."
+    )
 
 
-RENDERERS: dict[str, Callable[[dict], str]] = {"export": export_table, "store": store_table, "scrub": scrub_table,
-                                               "capture_table": capture_table, "plugin_table": plugin_table}
+RENDERERS: dict[str, Callable[[dict], str]] = {
+    "export": export_table,
+    "store": store_table,
+    "scrub": scrub_table,
+    "capture_table": capture_table,
+    "plugin_table": plugin_table,
+}
 
 
 def target_rows(results: dict) -> list[list]:
@@ -180,26 +263,48 @@ def target_rows(results: dict) -> list[list]:
     export = results.get("export")
     if export and "time_per_pair_ratio_largest_vs_smallest" in export:
         t, h = export["time_per_pair_ratio_largest_vs_smallest"], export["heap_peak_ratio_largest_vs_smallest"]
-        rows.append([f"Export time per pair flat (100k/1k ≤ {EXPORT_TIME_FLAT}×)", f"{fmt(t)}×", t <= EXPORT_TIME_FLAT])
-        rows.append([f"Export peak memory bounded (100k/1k heap ≤ {EXPORT_HEAP_BOUND}×)", f"{fmt(h)}×",
-                     h <= EXPORT_HEAP_BOUND])
+        rows.append(
+            [f"Export time per pair flat (100k/1k ≤ {EXPORT_TIME_FLAT}×)", f"{fmt(t)}×", t <= EXPORT_TIME_FLAT]
+        )
+        rows.append(
+            [f"Export peak memory bounded (100k/1k heap ≤ {EXPORT_HEAP_BOUND}×)", f"{fmt(h)}×", h <= EXPORT_HEAP_BOUND]
+        )
     store = results.get("store")
     if store and "exact" in store:
         c = store["concurrent"]
-        rows.append(["Store 8×1,000: exactly 8,000 pairs, no duplicates",
-                     f"{fmt(c['pairs'])} pairs, {fmt(c['distinct_uids'])} uids, {fmt(c['pairs_per_s'])} pairs/s",
-                     store["exact"]])
+        rows.append(
+            [
+                "Store 8×1,000: exactly 8,000 pairs, no duplicates",
+                f"{fmt(c['pairs'])} pairs, {fmt(c['distinct_uids'])} uids, {fmt(c['pairs_per_s'])} pairs/s",
+                store["exact"],
+            ]
+        )
     capture = (results.get("plugin") or {}).get("capture") or {}
     typical = capture.get("typical_correction")
     if typical:
-        rows.append([f"Capture path (bench_plugin), typical turn: p50 < {CAPTURE_P50_MS:g} ms", f"{fmt(typical['p50_ms'])} ms",
-                     typical["p50_ms"] < CAPTURE_P50_MS])
-        rows.append([f"Capture path (bench_plugin), typical turn: p99 < {CAPTURE_P99_MS:g} ms", f"{fmt(typical['p99_ms'])} ms",
-                     typical["p99_ms"] < CAPTURE_P99_MS])
+        rows.append(
+            [
+                f"Capture path (bench_plugin), typical turn: p50 < {CAPTURE_P50_MS:g} ms",
+                f"{fmt(typical['p50_ms'])} ms",
+                typical["p50_ms"] < CAPTURE_P50_MS,
+            ]
+        )
+        rows.append(
+            [
+                f"Capture path (bench_plugin), typical turn: p99 < {CAPTURE_P99_MS:g} ms",
+                f"{fmt(typical['p99_ms'])} ms",
+                typical["p99_ms"] < CAPTURE_P99_MS,
+            ]
+        )
     hostile = capture.get("hostile_50k")
     if hostile:
-        rows.append([f"Capture path (bench_plugin), 50k hostile text: p99 < {HOSTILE_MS:g} ms", f"{fmt(hostile['p99_ms'])} ms",
-                     hostile["p99_ms"] < HOSTILE_MS])
+        rows.append(
+            [
+                f"Capture path (bench_plugin), 50k hostile text: p99 < {HOSTILE_MS:g} ms",
+                f"{fmt(hostile['p99_ms'])} ms",
+                hostile["p99_ms"] < HOSTILE_MS,
+            ]
+        )
     scrub = results.get("scrub") or {}
     if "throughput_ichor_over_detect_secrets" in scrub:
         ratio = scrub["throughput_ichor_over_detect_secrets"]
@@ -207,8 +312,13 @@ def target_rows(results: dict) -> list[list]:
     below = scrub.get("kinds_where_ichor_recall_is_below_a_peer")
     if isinstance(below, dict):
         worse = sorted({k for kinds in below.values() for k in kinds})
-        rows.append(["Scrubber recall ≥ each peer's on every kind",
-                     "below on: " + ", ".join(worse) if worse else "never below", not worse])
+        rows.append(
+            [
+                "Scrubber recall ≥ each peer's on every kind",
+                "below on: " + ", ".join(worse) if worse else "never below",
+                not worse,
+            ]
+        )
     shown = {"throughput_at_least_3x_detect_secrets", "recall_at_least_each_peer_on_every_kind"}
     for name, r in sorted(results.items()):
         targets = (r.get("targets") or r.get("targets_met") or {}) if isinstance(r, dict) else {}
@@ -240,8 +350,11 @@ def section(title: str, names: tuple[str, ...], about: str, results: dict, runs:
             out += [f"### bench_{name}", ""]
         run = runs.get(name) or {}
         if run and not run.get("ok", True):
-            out += [f"> The last run of bench_{name} failed ({fmt(run.get('error'))}); the figures below are "
-                    "from an earlier run.", ""]
+            out += [
+                f"> The last run of bench_{name} failed ({fmt(run.get('error'))}); the figures below are "
+                "from an earlier run.",
+                "",
+            ]
         out += [_header(r), ""]
         view = SECTION_VIEWS.get((title, name), name)
         try:

@@ -18,11 +18,9 @@ import re
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from . import BENCH_DIR, RESULTS_DIR, machine, today
 from .report import render
-
 
 REPO = BENCH_DIR.parent
 MERGED = BENCH_DIR / "results.json"
@@ -33,7 +31,7 @@ MANUAL = re.compile(r"<!-- manual:begin (?P<name>[\w.-]+) -->.*?<!-- manual:end 
 
 def discover() -> list[str]:
     """Benchmark names, from ``bench/bench_<name>.py``."""
-    return sorted(p.stem[len("bench_"):] for p in BENCH_DIR.glob("bench_*.py"))
+    return sorted(p.stem[len("bench_") :] for p in BENCH_DIR.glob("bench_*.py"))
 
 
 def run_one(name: str, timeout: float | None) -> dict:
@@ -48,8 +46,14 @@ def run_one(name: str, timeout: float | None) -> dict:
         code, out = "timeout", f"{exc.stdout or ''}{exc.stderr or ''}"
         out = out.decode(errors="replace") if isinstance(out, bytes) else out
     seconds = round(time.perf_counter() - t0, 1)
-    status = {"name": name, "command": f"python -m bench.bench_{name}", "ok": code == 0, "returncode": code,
-              "seconds": seconds, "date": today()}
+    status = {
+        "name": name,
+        "command": f"python -m bench.bench_{name}",
+        "ok": code == 0,
+        "returncode": code,
+        "seconds": seconds,
+        "date": today(),
+    }
     if code != 0:
         lines = [ln for ln in out.strip().splitlines() if ln.strip()]
         status["error"] = lines[-1] if lines else f"exit status {code}"
@@ -114,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         STATUS.write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
     write_report(runs)
     failed = [n for n in chosen if not runs[n]["ok"]]
-    print(f"bench: wrote {MERGED.relative_to(REPO)} and {DOC.relative_to(REPO)}"
-          + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(
+        f"bench: wrote {MERGED.relative_to(REPO)} and {DOC.relative_to(REPO)}"
+        + (f"; failed: {', '.join(failed)}" if failed else "")
+    )
     return 1 if failed else 0
 
 

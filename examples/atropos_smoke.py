@@ -40,7 +40,7 @@ def main() -> int:
     anchors = [Anchor(ACCEPTED, REJECTED)]
     terms = reward.per_term(rollouts, anchors)
     combined = reward.combine(terms)
-    for name, rollout, value in zip(("accepted", "rejected", "unrelated"), rollouts, combined):
+    for name, rollout, value in zip(("accepted", "rejected", "unrelated"), rollouts, combined, strict=False):
         detail = ", ".join(f"{t} {terms[t][rollouts.index(rollout)]:+.3f}" for t in terms if reward.weights[t])
         print(f"{name:9s} {value:+.3f}   ({detail})")
     ok = combined[0] > combined[2] > combined[1]

@@ -13,7 +13,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
@@ -30,8 +29,15 @@ def main(argv: list[str] | None = None) -> int:
 
     recorder = loss_recorder()
     with tempfile.TemporaryDirectory() as out:
-        config = TrainConfig(base=args.model, train_file=args.dpo_jsonl, out=out, steps=args.steps,
-                             learning_rate=args.learning_rate, batch_size=2, max_length=256)
+        config = TrainConfig(
+            base=args.model,
+            train_file=args.dpo_jsonl,
+            out=out,
+            steps=args.steps,
+            learning_rate=args.learning_rate,
+            batch_size=2,
+            max_length=256,
+        )
         try:
             trainer = build_trainer(config, [recorder])
         except PipelineError as exc:

@@ -52,8 +52,9 @@ def main() -> None:
         report = run_scenario({"kind": "gateway", "events": EVENTS}, Path(tmp) / "home")
     print(render(report))
     [pair] = report["pairs"]
-    record = {k: pair[k] for k in ("kind", "label", "user_said", "prompt", "rejected", "accepted", "platform",
-                                   "scrubbed")}
+    record = {
+        k: pair[k] for k in ("kind", "label", "user_said", "prompt", "rejected", "accepted", "platform", "scrubbed")
+    }
     print("\nstored pair, status " + pair["status"] + ":\n" + json.dumps(record, indent=2, ensure_ascii=False))
 
 

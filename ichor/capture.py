@@ -27,7 +27,6 @@ from . import detect
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
-
 MAX_CHARS = detect.MAX_CHARS
 # Only conversations with a person produce pairs.
 IGNORED_PLATFORMS = frozenset({"", "cron", "subagent", "batch"})
@@ -157,7 +156,7 @@ class Tracker:
 
     @staticmethod
     def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:
-        context = last.before[-(PROMPT_MESSAGES - 1):] if PROMPT_MESSAGES > 1 else []
+        context = last.before[-(PROMPT_MESSAGES - 1) :] if PROMPT_MESSAGES > 1 else []
         prompt = [{"role": role, "content": _cut(text)} for role, text in context]
         prompt.append({"role": "user", "content": _cut(last.user)})
         prompt, removed_prompt = scrub_messages(prompt)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from .scrub import describe
 from .store import Pair
 
-
 PREVIEW_CHARS = 400
 CHOICES = "reply k keep · s share · d discard"
 OUTCOMES = {

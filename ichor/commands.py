@@ -102,7 +102,8 @@ def _write_atropos_env(folder: Path) -> None:
 
 
 def share_queued(store: Store) -> str:
-    from .share import ShareError, share_queued as upload
+    from .share import ShareError
+    from .share import share_queued as upload
 
     try:
         return str(upload(store))

@@ -55,7 +55,7 @@ class Window:
     assistant: str
 
     @classmethod
-    def of(cls, prev_user, prev_assistant, user, assistant) -> "Window":
+    def of(cls, prev_user, prev_assistant, user, assistant) -> Window:
         return cls(*(_cut(x) for x in (prev_user, prev_assistant, user, assistant)))
 
 
@@ -144,7 +144,9 @@ _ERROR_SHAPE = re.compile(
     r"is not defined|not found|undefined|\bE\d{3,5}\b|\bline \d+|:\d+:\d+|\bat \S{1,80}:\d+|"
     r"Uncaught|Unhandled|panicked|Segmentation fault|status code:? ?[45]\d\d|\b[45]\d\d (?:Method|Not|Internal|Bad))",
 )
-_ERROR_WORD = re.compile(r"(?:error|errors|erreur|chyba|chybu|错误|报错|エラー|exception|crash|plante|fails?\b|failing)")
+_ERROR_WORD = re.compile(
+    r"(?:error|errors|erreur|chyba|chybu|错误|报错|エラー|exception|crash|plante|fails?\b|failing)"
+)
 # A failure reported in words, not pasted: "I get this error", "an error pops up when I run it",
 # "now I have: Module not found", "it stalls at this stage", "my config crashes on …".
 _FAILURE_REPORT = re.compile(
@@ -356,7 +358,7 @@ def tokens(text: str, limit: int) -> list[str]:
 
 def _ngrams(prefix: str, toks: list[str]) -> list[str]:
     feats = [prefix + t for t in toks]
-    feats += [f"{prefix}{a}_{b}" for a, b in zip(toks, toks[1:])]
+    feats += [f"{prefix}{a}_{b}" for a, b in zip(toks, toks[1:], strict=False)]
     return feats
 
 
@@ -438,7 +440,14 @@ def features(w: Window, hits: tuple[str, ...] | None = None) -> list[str]:
     uc = _classes(u_toks[:40], _LEX_RE)
     feats += ["ul:" + k for k in uc]
     feats += ["ul2:" + k for k, v in uc.items() if v >= 2]
-    for a, b in (("neg", "work"), ("still", "neg"), ("still", "fail"), ("you", "neg"), ("you", "past"), ("neg", "fix")):
+    for a, b in (
+        ("neg", "work"),
+        ("still", "neg"),
+        ("still", "fail"),
+        ("you", "neg"),
+        ("you", "past"),
+        ("neg", "fix"),
+    ):
         if a in uc and b in uc:
             feats.append(f"ul:{a}+{b}")
     ac = _classes(a_toks, _ALEX_RE)
@@ -494,9 +503,17 @@ def learned_score(feats: list[str], weights: dict) -> float:
 # -------------------------------------------------------------------------------------- labels
 
 _LABELS = (
-    (re.compile(r"nothing (?:changed|happen)|no (?:change|effect|difference)|没有生效|没生效|didn'?t (?:do|change|apply)"), "change had no effect"),
+    (
+        re.compile(
+            r"nothing (?:changed|happen)|no (?:change|effect|difference)|没有生效|没生效|didn'?t (?:do|change|apply)"
+        ),
+        "change had no effect",
+    ),
     (re.compile(r"\bstill\b|仍然|依然|还是|furt|pořád|toujours|immer noch"), "still failing"),
-    (re.compile(r"(?:module|package) not found|can'?t resolve|cannot find module|no module named|modulenotfound"), "missing module"),
+    (
+        re.compile(r"(?:module|package) not found|can'?t resolve|cannot find module|no module named|modulenotfound"),
+        "missing module",
+    ),
     (re.compile(r"is not defined|undefined|nameerror|referenceerror"), "undefined name"),
     (re.compile(r"\bimport\b"), "missing import"),
     (re.compile(r"syntax ?error|unexpected token|expected a|erreur de syntaxe"), "syntax error"),
@@ -543,12 +560,41 @@ _SLOT_LABELS = (
 _TOOL_LABELS = (
     (re.compile(r"\b(?:python|node|java|go|ruby|php) ?v?\d+(?:\.\d+)?\b|\bversion \d"), "wrong version"),
     (re.compile(r"(?:^|\s)--?[a-z][\w-]{0,30}\b"), "missing option"),
-    (re.compile(r"\b(?:use|with|instead|not|prefer|switch to)\b.{0,40}?\b(?:npm|pnpm|yarn|bun|pip3?|pipx|poetry|uv"
-                r"|conda|brew|apt(?:-get)?|cargo|gem|composer)\b"), "wrong package manager"),
-    (re.compile(r"\b(?:use|in|with|instead|switch to)\b.{0,20}?\b(?:python|typescript|javascript|rust|golang|java"
-                r"|bash|zsh|powershell|ruby|kotlin|swift)\b"), "wrong language"),
+    (
+        re.compile(
+            r"\b(?:use|with|instead|not|prefer|switch to)\b.{0,40}?\b(?:npm|pnpm|yarn|bun|pip3?|pipx|poetry|uv"
+            r"|conda|brew|apt(?:-get)?|cargo|gem|composer)\b"
+        ),
+        "wrong package manager",
+    ),
+    (
+        re.compile(
+            r"\b(?:use|in|with|instead|switch to)\b.{0,20}?\b(?:python|typescript|javascript|rust|golang|java"
+            r"|bash|zsh|powershell|ruby|kotlin|swift)\b"
+        ),
+        "wrong language",
+    ),
 )
-_STOP = {"add", "update", "include", "the", "a", "an", "one", "it", "this", "that", "with", "and", "in", "on", "of", "to", "is", "again"}
+_STOP = {
+    "add",
+    "update",
+    "include",
+    "the",
+    "a",
+    "an",
+    "one",
+    "it",
+    "this",
+    "that",
+    "with",
+    "and",
+    "in",
+    "on",
+    "of",
+    "to",
+    "is",
+    "again",
+}
 
 
 # -------------------------------------------------------------------------------------- detect
@@ -571,7 +617,19 @@ def detect_with(model: dict):
     return run
 
 
-STRONG_RULES = ("opener", "still", "ack", "failure", "redirect", "complaint", "rephrase", "echo", "reworded", "restated", "dispute")
+STRONG_RULES = (
+    "opener",
+    "still",
+    "ack",
+    "failure",
+    "redirect",
+    "complaint",
+    "rephrase",
+    "echo",
+    "reworded",
+    "restated",
+    "dispute",
+)
 
 
 def gate(w: Window) -> Detection | None:

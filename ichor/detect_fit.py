@@ -21,7 +21,18 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .detect import STRONG_RULES, Detection, Window, decide, detect_with, features, gate, learned_only, rule_hits, rules_only
+from .detect import (
+    STRONG_RULES,
+    Detection,
+    Window,
+    decide,
+    detect_with,
+    features,
+    gate,
+    learned_only,
+    rule_hits,
+    rules_only,
+)
 from .evaluate import evaluate, format_report
 
 
@@ -93,7 +104,7 @@ def featurise(rows: list[dict]) -> list[list[str]]:
 
 def _kept_features(feats: list[list[str]], rows: list[dict], min_sources: int) -> list[str]:
     seen: dict[str, set] = {}
-    for fs, row in zip(feats, rows):
+    for fs, row in zip(feats, rows, strict=False):
         for f in fs:
             seen.setdefault(f, set()).add(source_of(row))
     return sorted(f for f, srcs in seen.items() if len(srcs) >= min_sources or f == "bias")
@@ -113,10 +124,13 @@ def train(rows: list[dict], cfg: FitConfig, feats: list[list[str]] | None = None
     feats = featurise(rows) if feats is None else feats
     if cfg.residual:
         keep = _undecided(rows)
-        rows = [r for r, k in zip(rows, keep) if k]
-        feats = [f for f, k in zip(feats, keep) if k]
+        rows = [r for r, k in zip(rows, keep, strict=False) if k]
+        feats = [f for f, k in zip(feats, keep, strict=False) if k]
     vocab = {f: i for i, f in enumerate(_kept_features(feats, rows, cfg.min_sources))}
-    data = [([vocab[f] for f in fs if f in vocab], 1.0 if row.get("is_correction") else 0.0) for fs, row in zip(feats, rows)]
+    data = [
+        ([vocab[f] for f in fs if f in vocab], 1.0 if row.get("is_correction") else 0.0)
+        for fs, row in zip(feats, rows, strict=False)
+    ]
     w = [0.0] * len(vocab)
     g2 = [1e-8] * len(vocab)
     rng = random.Random(cfg.seed)
@@ -167,7 +181,7 @@ def combined_kinds(rows: list[dict], scores: list[float], threshold: float, prep
     prepared = _prepare(rows) if prepared is None else prepared
     return [
         gated.kind if gated else decide(w, hits, score, threshold).kind
-        for (w, gated, hits), score in zip(prepared, scores)
+        for (w, gated, hits), score in zip(prepared, scores, strict=False)
     ]
 
 
@@ -178,7 +192,7 @@ def pick_threshold(rows: list[dict], scores: list[float], target: float) -> floa
     best = 0.99
     for t in sorted({round(s, 4) for s in scores if s >= 0.05}, reverse=True):
         kinds = combined_kinds(rows, [s + 1e-9 for s in scores], t, prepared)
-        chosen = [y for k, y in zip(kinds, labels) if k != "none"]
+        chosen = [y for k, y in zip(kinds, labels, strict=False) if k != "none"]
         if chosen and sum(chosen) / len(chosen) >= target:
             best = t
     return best
@@ -208,7 +222,7 @@ def _learned_threshold(rows: list[dict], scores: list[float], target: float) -> 
     labels = [bool(r.get("is_correction")) for r in rows]
     best = 0.99
     for t in sorted({round(s, 4) for s in scores if s >= 0.05}, reverse=True):
-        chosen = [y for s, y in zip(scores, labels) if s >= t]
+        chosen = [y for s, y in zip(scores, labels, strict=False) if s >= t]
         if chosen and sum(chosen) / len(chosen) >= target:
             best = t
     return best
@@ -238,7 +252,10 @@ def layer_report(rows: list[dict], cfg: FitConfig) -> dict[str, dict]:
     prepared = _prepare(rows)
     combined_t = pick_threshold(rows, scores, cfg.target_precision)
     alone_t = _learned_threshold(rows, scores, cfg.target_precision)
-    alone_kinds = [g.kind if g else ("correction" if s >= alone_t else "none") for (w, g, h), s in zip(prepared, scores)]
+    alone_kinds = [
+        g.kind if g else ("correction" if s >= alone_t else "none")
+        for (w, g, h), s in zip(prepared, scores, strict=False)
+    ]
     out["grouped CV: rules alone"] = evaluate(rows, rules_only)
     out["grouped CV: learned alone"] = evaluate(rows, _fixed(alone_kinds))
     out["grouped CV: combined"] = evaluate(rows, _fixed(combined_kinds(rows, scores, combined_t, prepared)))

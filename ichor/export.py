@@ -143,8 +143,13 @@ def validate_record(record, where: str) -> dict:
     if missing:
         raise ExportError(f"{where}: missing field(s) {', '.join(missing)}")
     prompt = record["prompt"]
-    if not isinstance(prompt, list) or not prompt or not all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in prompt
+    if (
+        not isinstance(prompt, list)
+        or not prompt
+        or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+            for m in prompt
+        )
     ):
         raise ExportError(f"{where}: prompt must be a non-empty list of {{role, content}} messages")
     if prompt[-1]["role"] != "user":

@@ -10,7 +10,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = []
 
 

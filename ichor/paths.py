@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
 PLUGIN_NAME = "ichor"
 
 

@@ -24,7 +24,6 @@ import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-
 SECRET_KINDS = (
     "private_key",
     "openai_key",
@@ -83,6 +82,7 @@ def _finder(pattern: re.Pattern, check: Check) -> Finder:
             span = check(m)
             if span is not None:
                 yield span
+
     return find
 
 
@@ -174,8 +174,11 @@ def _find_aws_secrets(text: str) -> Iterator[tuple[int, int]]:
             value = m.group(0)
             if m.end() < len(text) and text[m.end()] in _B64_CHARS:
                 continue  # cut by the window's end: part of a longer string
-            if any(c.isupper() for c in value) and any(c.islower() for c in value) and any(
-                    c.isdigit() or c in "+/" for c in value):
+            if (
+                any(c.isupper() for c in value)
+                and any(c.islower() for c in value)
+                and any(c.isdigit() or c in "+/" for c in value)
+            ):
                 yield m.span()
 
 
@@ -184,8 +187,23 @@ def _bearer_token(m: re.Match) -> bool:
     return len(token) >= 16 and (_has_digit(token) or (token.lower() != token and token.upper() != token))
 
 
-_TEMPLATE_VALUES = {"none", "null", "nil", "true", "false", "undefined", "str", "string", "int", "bytes", "optional",
-                    "secretstr", "secretbytes", "required", "..."}
+_TEMPLATE_VALUES = {
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "str",
+    "string",
+    "int",
+    "bytes",
+    "optional",
+    "secretstr",
+    "secretbytes",
+    "required",
+    "...",
+}
 
 
 def _not_template(value: str, template_starts: str = "$%<{[(*#") -> bool:
@@ -222,33 +240,69 @@ def _telegram_token(m: re.Match) -> tuple[int, int] | None:
 SECRET_RULES: tuple[Rule, ...] = (
     Rule("private_key", _find_private_keys, gate=("-----begin",)),
     Rule("anthropic_key", _finder(_after_boundary("sk-ant-", r"[A-Za-z0-9_-]{20,}"), _whole())),
-    Rule("openai_key", _finder(_after_boundary("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"),
-                               _whole(_has_digit_or_upper))),
-    Rule("hf_token", _finder(_after_boundary("hf_", r"[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN),
-                             _whole(_has_digit_or_upper))),
-    Rule("github_token", _finder(_after_boundary("gh", r"[pousr]_[A-Za-z0-9]{36,255}" + NOT_BEFORE_TOKEN),
-                                 _whole(_has_digit_or_upper))),
-    Rule("github_token", _finder(_after_boundary("github_pat_", r"[A-Za-z0-9_]{50,255}" + NOT_BEFORE_TOKEN),
-                                 _whole(_has_digit_or_upper))),
-    Rule("aws_access_key", _finder(
-        _after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![\[\]A-Za-z0-9])", before="A-Za-z0-9"),
-        _whole())),
+    Rule(
+        "openai_key",
+        _finder(
+            _after_boundary("sk-", r"(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_-]{20,}"), _whole(_has_digit_or_upper)
+        ),
+    ),
+    Rule(
+        "hf_token",
+        _finder(_after_boundary("hf_", r"[A-Za-z0-9]{30,}" + NOT_BEFORE_TOKEN), _whole(_has_digit_or_upper)),
+    ),
+    Rule(
+        "github_token",
+        _finder(_after_boundary("gh", r"[pousr]_[A-Za-z0-9]{36,255}" + NOT_BEFORE_TOKEN), _whole(_has_digit_or_upper)),
+    ),
+    Rule(
+        "github_token",
+        _finder(
+            _after_boundary("github_pat_", r"[A-Za-z0-9_]{50,255}" + NOT_BEFORE_TOKEN), _whole(_has_digit_or_upper)
+        ),
+    ),
+    Rule(
+        "aws_access_key",
+        _finder(
+            _after_boundary("A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![\[\]A-Za-z0-9])", before="A-Za-z0-9"),
+            _whole(),
+        ),
+    ),
     Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
     Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
-    Rule("slack_token", _finder(
-        re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/-]{8,})"),
-        _group("path"))),
-    Rule("stripe_key", _finder(re.compile(r"k_(?:live|test)_(?P<body>[A-Za-z0-9]{10,})" + NOT_BEFORE_TOKEN),
-                               _stripe_key)),
+    Rule(
+        "slack_token",
+        _finder(
+            re.compile(r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<path>[A-Za-z0-9_/-]{8,})"),
+            _group("path"),
+        ),
+    ),
+    Rule(
+        "stripe_key",
+        _finder(re.compile(r"k_(?:live|test)_(?P<body>[A-Za-z0-9]{10,})" + NOT_BEFORE_TOKEN), _stripe_key),
+    ),
     Rule("google_api_key", _finder(_after_boundary("AIza", r"[A-Za-z0-9_-]{35}" + NOT_BEFORE_TOKEN), _whole())),
     Rule("telegram_bot_token", _finder(re.compile(r":AA[A-Za-z0-9_-]{33}" + NOT_BEFORE_TOKEN), _telegram_token)),
-    Rule("jwt", _finder(_after_boundary("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"),
-                        _whole())),
-    *(Rule("bearer", _finder(re.compile(rf"{word}(?<![\w{PH}]{word})[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"),
-                             _group("token", _bearer_token))) for word in ("Bearer", "bearer", "BEARER")),
-    Rule("url_password", _finder(
-        re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
-        _group("password", lambda m: _not_template(m.group("password"), "$%<{[")))),
+    Rule(
+        "jwt",
+        _finder(_after_boundary("eyJ", r"[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{10,}"), _whole()),
+    ),
+    *(
+        Rule(
+            "bearer",
+            _finder(
+                re.compile(rf"{word}(?<![\w{PH}]{word})[ \t]+(?P<token>[A-Za-z0-9._~+/-]+=*)"),
+                _group("token", _bearer_token),
+            ),
+        )
+        for word in ("Bearer", "bearer", "BEARER")
+    ),
+    Rule(
+        "url_password",
+        _finder(
+            re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
+            _group("password", lambda m: _not_template(m.group("password"), "$%<{[")),
+        ),
+    ),
     Rule("aws_secret_key", _find_aws_secrets, gate=("aws", "secret", "akia")),
 )
 
@@ -277,7 +331,7 @@ _NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}
 def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
     reversed_text = None
     for m in _ASSIGNMENT.finditer(text):
-        tail = text[max(0, m.start() - 20):m.start()].lower()
+        tail = text[max(0, m.start() - 20) : m.start()].lower()
         if not _NAME_GATE_RE.search(tail):
             continue  # cheap pre-check: no secret-like name ends right before the operator
         if reversed_text is None:
@@ -323,8 +377,31 @@ ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE)
 
 # --- PII -----------------------------------------------------------------------------------------------
 
-_FILE_SUFFIXES = {"png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "js", "ts", "tsx", "jsx", "css", "json",
-                  "md", "txt", "html", "py", "rs", "go", "lock", "yaml", "yml", "toml"}
+_FILE_SUFFIXES = {
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "svg",
+    "webp",
+    "ico",
+    "js",
+    "ts",
+    "tsx",
+    "jsx",
+    "css",
+    "json",
+    "md",
+    "txt",
+    "html",
+    "py",
+    "rs",
+    "go",
+    "lock",
+    "yaml",
+    "yml",
+    "toml",
+}
 
 
 _LOCAL_CHARS = frozenset(string.ascii_letters + string.digits + "._%+-")
@@ -334,7 +411,7 @@ def _email(m: re.Match) -> tuple[int, int] | None:
     # The match starts at "@": the local part (1 to 64 characters, starting with a letter or digit) is before it.
     text = m.string
     start = _walk_back(text, m.start(), _LOCAL_CHARS, 65)
-    local = text[start:m.start()]
+    local = text[start : m.start()]
     if not local or len(local) > 64 or not local[0].isalnum() or (start > 0 and text[start - 1] in "[]"):
         return None
     if local.lower() == "git" or m.group(0).rsplit(".", 1)[1].lower() in _FILE_SUFFIXES:
@@ -344,15 +421,19 @@ def _email(m: re.Match) -> tuple[int, int] | None:
     return start, m.end()
 
 
-_DOC_NETS = tuple(ipaddress.ip_network(n) for n in
-                  ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"))
+_DOC_NETS = tuple(
+    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
+)
 _VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|rev|v|==|>=|<=|~=|!=|\^|~)[ \t]*[:=]?[ \t]*\Z")
 
 
 def _kept_address(address) -> bool:
     """Loopback, unspecified and documentation addresses identify no one."""
-    return address.is_loopback or address.is_unspecified or any(
-        address in net for net in _DOC_NETS if net.version == address.version)
+    return (
+        address.is_loopback
+        or address.is_unspecified
+        or any(address in net for net in _DOC_NETS if net.version == address.version)
+    )
 
 
 def _walk_back(text: str, end: int, chars, limit: int) -> int:
@@ -373,10 +454,10 @@ def _ipv4(m: re.Match) -> tuple[int, int] | None:
     if start == m.start() or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.[]")):
         return None
     try:
-        address = ipaddress.IPv4Address(text[start:m.end()])
+        address = ipaddress.IPv4Address(text[start : m.end()])
     except ValueError:
         return None
-    octets = text[start:m.end()].split(".")
+    octets = text[start : m.end()].split(".")
     if _kept_address(address) or address.is_link_local or octets[0] == "255" or octets[3] == "0":
         return None  # netmasks, network addresses, 169.254.169.254 (cloud metadata)
     if max(len(o) for o in octets) == 1:
@@ -394,7 +475,7 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
         return None
     if m.end() < len(text) and (text[m.end()].isalnum() or text[m.end()] in "_:."):
         return None  # longer than an address, or ::ffff:1.2.3.4 (its IPv4 part is judged by the IPv4 rule)
-    candidate = text[start:m.end()]
+    candidate = text[start : m.end()]
     try:
         address = ipaddress.IPv6Address(candidate.split("%", 1)[0])
     except ValueError:
@@ -406,8 +487,27 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
 
 
 # Stock account names, not a person's: /home/user in docs, /home/ubuntu on a cloud image.
-_GENERIC_USERS = {".", "..", "user", "username", "you", "me", "name", "example", "runner", "ubuntu", "ec2-user",
-                  "vagrant", "node", "app", "root", "admin", "guest", "linuxbrew", "x"}
+_GENERIC_USERS = {
+    ".",
+    "..",
+    "user",
+    "username",
+    "you",
+    "me",
+    "name",
+    "example",
+    "runner",
+    "ubuntu",
+    "ec2-user",
+    "vagrant",
+    "node",
+    "app",
+    "root",
+    "admin",
+    "guest",
+    "linuxbrew",
+    "x",
+}
 
 
 def _personal_user(m: re.Match) -> bool:
@@ -432,26 +532,57 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
-    Rule("email", _finder(re.compile(
-        r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
-        r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"), _email), gate=("@",)),
-    Rule("home_path", _finder(re.compile(
-        r"/(?<![\w.~\[\]-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
-        r"(?![\[\]A-Za-z0-9._-])"), _group("user", _personal_user)),
-        gate=("/home/", "/users/")),
-    Rule("home_path", _finder(re.compile(
-        r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
-        r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"),
-        _group("user", _personal_user)), gate=("users",)),
+    Rule(
+        "email",
+        _finder(
+            re.compile(
+                r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+                r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"
+            ),
+            _email,
+        ),
+        gate=("@",),
+    ),
+    Rule(
+        "home_path",
+        _finder(
+            re.compile(
+                r"/(?<![\w.~\[\]-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+                r"(?![\[\]A-Za-z0-9._-])"
+            ),
+            _group("user", _personal_user),
+        ),
+        gate=("/home/", "/users/"),
+    ),
+    Rule(
+        "home_path",
+        _finder(
+            re.compile(
+                r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
+                r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"
+            ),
+            _group("user", _personal_user),
+        ),
+        gate=("users",),
+    ),
     Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w\[\]]|\.[0-9])"), _ipv4)),
     Rule("ip", _finder(re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]{0,36}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
-    Rule("phone", _finder(re.compile(
-        r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END), _phone_digits)),
+    Rule(
+        "phone",
+        _finder(
+            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END),
+            _phone_digits,
+        ),
+    ),
     Rule("phone", _finder(re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{8,15}" + _PHONE_END), _phone_digits)),
-    Rule("phone", _finder(re.compile(r"\((?<![\w+.\[\]-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END),
-                          _phone_digits)),
-    Rule("phone", _finder(re.compile(r"[0-9](?<![\w+.\[\]].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END),
-                          _north_american)),
+    Rule(
+        "phone",
+        _finder(re.compile(r"\((?<![\w+.\[\]-]\()[0-9]{3}\)[ ]?[0-9]{3}[.-][0-9]{4}" + _PHONE_END), _phone_digits),
+    ),
+    Rule(
+        "phone",
+        _finder(re.compile(r"[0-9](?<![\w+.\[\]].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END), _north_american),
+    ),
 )
 
 RULES: tuple[Rule, ...] = SECRET_RULES + (ENV_RULE,) + PII_RULES
@@ -459,6 +590,7 @@ LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_K
 
 
 # --- public API ----------------------------------------------------------------------------------------
+
 
 def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     removed: dict[str, int] = {}
@@ -547,8 +679,12 @@ def scrub_messages(obj):
     return walk(obj), removed
 
 
-_GROUPS = (("email", "email", "emails"), ("ip", "IP", "IPs"), ("phone", "phone", "phones"),
-           ("home_path", "path", "paths"))
+_GROUPS = (
+    ("email", "email", "emails"),
+    ("ip", "IP", "IPs"),
+    ("phone", "phone", "phones"),
+    ("home_path", "path", "paths"),
+)
 
 
 def describe(removed: dict[str, int] | None) -> str:

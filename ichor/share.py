@@ -77,29 +77,38 @@ def read_token(store: Store) -> tuple[str, str]:
     env = store.get_setting("hf_token_env", DEFAULT_TOKEN_ENV) or DEFAULT_TOKEN_ENV
     token = os.environ.get(env, "").strip()
     if not token:
-        raise ShareError(f"no Hugging Face token: export {env}=hf_… (a token with write access, from "
-                         "https://huggingface.co/settings/tokens), then run `ichor share` again")
+        raise ShareError(
+            f"no Hugging Face token: export {env}=hf_… (a token with write access, from "
+            "https://huggingface.co/settings/tokens), then run `ichor share` again"
+        )
     return env, token
 
 
 def repo_name(store: Store) -> str:
     name = str(store.get_setting("repo", DEFAULT_REPO) or DEFAULT_REPO)
     parts = name.split("/")
-    if len(parts) > 2 or not all(_REPO_NAME.match(p) and ".." not in p and "--" not in p for p in parts) \
-            or name.endswith(".git"):
-        raise ShareError(f"invalid repository name {name!r}: use letters, digits, '-', '_' or '.' "
-                         "(at most 96), e.g. `ichor set repo my-corrections`")
+    if (
+        len(parts) > 2
+        or not all(_REPO_NAME.match(p) and ".." not in p and "--" not in p for p in parts)
+        or name.endswith(".git")
+    ):
+        raise ShareError(
+            f"invalid repository name {name!r}: use letters, digits, '-', '_' or '.' "
+            "(at most 96), e.g. `ichor set repo my-corrections`"
+        )
     return name
 
 
 def _check_leaks(pairs: list[Pair], rows: list[dict]) -> None:
     from .scrub import describe, find_leaks
 
-    for pair, row in zip(pairs, rows):
+    for pair, row in zip(pairs, rows, strict=False):
         leaks = find_leaks(json.dumps(row, ensure_ascii=False))
         if leaks:
-            raise ShareError(f"pair {pair.id} still holds {describe(leaks)}; nothing was uploaded "
-                             f"(discard it with `ichor discard {pair.id}`)")
+            raise ShareError(
+                f"pair {pair.id} still holds {describe(leaks)}; nothing was uploaded "
+                f"(discard it with `ichor discard {pair.id}`)"
+            )
 
 
 # ---- talking to the Hub -------------------------------------------------------------------------
@@ -107,8 +116,7 @@ def _check_leaks(pairs: list[Pair], rows: list[dict]) -> None:
 
 def hub_error(exc: Exception, token: str, env: str, repo_id: str | None, endpoint: str) -> ShareError:
     """Turn whatever the client raised into one line without the token (the publish stage uses it too)."""
-    from huggingface_hub.errors import (HFValidationError, HfHubHTTPError, OfflineModeIsEnabled,
-                                        RepositoryNotFoundError)
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineModeIsEnabled, RepositoryNotFoundError
 
     status = getattr(getattr(exc, "response", None), "status_code", None)
     target = repo_id or "your namespace"
@@ -140,7 +148,7 @@ def _redact(text: str, token: str) -> str:
 
 def is_client_error(exc: Exception) -> bool:
     """Whether ``exc`` came from talking to the Hub (HTTP, network, validation) rather than a bug here."""
-    from huggingface_hub.errors import HFValidationError, HfHubHTTPError
+    from huggingface_hub.errors import HfHubHTTPError, HFValidationError
 
     try:
         import httpx2 as transport
@@ -247,7 +255,9 @@ def dataset_card(repo_id: str, index: dict[str, dict], license_id: str = DEFAULT
     """README.md for the dataset: counts, mistake types, schema, licence and how to load it."""
     kinds = Counter(v.get("kind") or "unknown" for v in index.values())
     labels = Counter(v.get("label") or "unlabelled" for v in index.values())
-    return card_front_matter(license_id, "ichor preference pairs", {"train": "data/*.jsonl"}) + f"""
+    return (
+        card_front_matter(license_id, "ichor preference pairs", {"train": "data/*.jsonl"})
+        + f"""
 # {repo_id}
 
 Preference pairs captured by ichor, a Hermes Agent plugin, when a user corrected,
@@ -291,6 +301,7 @@ pairs = load_dataset("{repo_id}", split="train")  # add token=... while the repo
 
 `{license_id}`. Change the `license` field above if you share under other terms.
 """
+    )
 
 
 # ---- the upload ---------------------------------------------------------------------------------
@@ -298,11 +309,11 @@ pairs = load_dataset("{repo_id}", split="train")  # add token=... while the repo
 
 def _batches(items: list, size: int) -> Iterable[list]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def _present_uids(paths: set[str]) -> set[str]:
-    return {p[len(DATA_PREFIX):-len(".jsonl")] for p in paths if p.startswith(DATA_PREFIX) and p.endswith(".jsonl")}
+    return {p[len(DATA_PREFIX) : -len(".jsonl")] for p in paths if p.startswith(DATA_PREFIX) and p.endswith(".jsonl")}
 
 
 def _encode(obj) -> bytes:
@@ -334,7 +345,7 @@ def share_queued(store: Store, *, endpoint: str | None = None, batch_size: int =
     there = [p for p in queued if p.uid in present]
     if there:
         result.already_there = store.mark_uploaded([p.id for p in there], hub.head(repo_id))
-    todo = [(p, r) for p, r in zip(queued, rows) if p.uid not in present]
+    todo = [(p, r) for p, r in zip(queued, rows, strict=False) if p.uid not in present]
     if not todo:
         return result
 
@@ -350,8 +361,9 @@ def share_queued(store: Store, *, endpoint: str | None = None, batch_size: int =
             oid = hub.commit(repo_id, files, f"ichor: add {_pairs(len(batch))}")
         except ShareError as exc:
             if result.uploaded:
-                raise ShareError(f"{exc} (uploaded {_pairs(result.uploaded)} before that; "
-                                 "`ichor share` again sends the rest)") from None
+                raise ShareError(
+                    f"{exc} (uploaded {_pairs(result.uploaded)} before that; `ichor share` again sends the rest)"
+                ) from None
             raise
         result.uploaded += store.mark_uploaded([p.id for p, _ in batch], oid)
         result.commits.append(oid)

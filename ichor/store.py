@@ -26,7 +26,6 @@ from pathlib import Path
 from . import paths
 from .migrations import migrate
 
-
 log = logging.getLogger("ichor")
 
 STATUSES = ("pending", "kept", "shared", "uploaded")
@@ -107,8 +106,23 @@ _COLUMNS = (
 
 def _row_to_pair(row: tuple) -> Pair:
     (pid, uid, status, kind, label, said, prompt, rejected, accepted, platform, session, scrubbed, ct, ut, ref) = row
-    return Pair(pid, uid, status, kind, label, said, json.loads(prompt), rejected, accepted, platform, session,
-                json.loads(scrubbed), ct, ut, ref)
+    return Pair(
+        pid,
+        uid,
+        status,
+        kind,
+        label,
+        said,
+        json.loads(prompt),
+        rejected,
+        accepted,
+        platform,
+        session,
+        json.loads(scrubbed),
+        ct,
+        ut,
+        ref,
+    )
 
 
 def _valid_text(text: str | None) -> str | None:
@@ -156,8 +170,9 @@ class Store:
             if isinstance(exc, sqlite3.OperationalError):  # locked, read-only, disk full: not corruption
                 raise StoreError(f"can't open {self.path}: {exc}") from None
             moved = _move_aside(self.path)
-            log.warning("ichor: database %s was unreadable (%s); moved it to %s and started a new one",
-                        self.path, exc, moved)
+            log.warning(
+                "ichor: database %s was unreadable (%s); moved it to %s and started a new one", self.path, exc, moved
+            )
             return self._open_and_migrate()
 
     def _open_and_migrate(self) -> sqlite3.Connection:
@@ -206,8 +221,10 @@ class Store:
         return json.loads(rows[0][0]) if rows else default
 
     def set_setting(self, key: str, value) -> None:
-        self._write("INSERT INTO settings (key, value) VALUES (?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, json.dumps(value)))
+        self._write(
+            "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
 
     def settings(self) -> dict:
         return {k: json.loads(v) for k, v in self._read("SELECT key, value FROM settings ORDER BY key")}
@@ -224,9 +241,21 @@ class Store:
             "INSERT OR IGNORE INTO pairs (uid, fingerprint, status, kind, label, user_said, prompt_json, rejected, "
             "accepted, platform, session_id, scrubbed_json, created_at, updated_at) "
             "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (uuid.uuid4().hex, fp, new.kind, _valid_text(new.label), _valid_text(new.user_said),
-             json.dumps(new.prompt), _valid_text(new.rejected), _valid_text(new.accepted), _valid_text(new.platform),
-             _valid_text(new.session_id), json.dumps(new.scrubbed), now, now),
+            (
+                uuid.uuid4().hex,
+                fp,
+                new.kind,
+                _valid_text(new.label),
+                _valid_text(new.user_said),
+                json.dumps(new.prompt),
+                _valid_text(new.rejected),
+                _valid_text(new.accepted),
+                _valid_text(new.platform),
+                _valid_text(new.session_id),
+                json.dumps(new.scrubbed),
+                now,
+                now,
+            ),
         )
         return _row_to_pair(self._read(f"SELECT {_COLUMNS} FROM pairs WHERE fingerprint = ?", (fp,))[0])
 
@@ -271,7 +300,9 @@ class Store:
                 for pid in ids:
                     n += self._db.execute(
                         "UPDATE pairs SET status = 'uploaded', upload_ref = ?, updated_at = ? "
-                        "WHERE id = ? AND status = 'shared'", (upload_ref, time.time(), pid)).rowcount
+                        "WHERE id = ? AND status = 'shared'",
+                        (upload_ref, time.time(), pid),
+                    ).rowcount
                 self._db.execute("COMMIT")
             except BaseException:
                 self._db.execute("ROLLBACK")
@@ -300,8 +331,11 @@ class Store:
         return counts
 
     def top_labels(self, limit: int = 5) -> list[tuple[str, int]]:
-        rows = self._read("SELECT label, COUNT(*) AS n FROM pairs WHERE label IS NOT NULL AND label != '' "
-                          "GROUP BY label ORDER BY n DESC, label LIMIT ?", (limit,))
+        rows = self._read(
+            "SELECT label, COUNT(*) AS n FROM pairs WHERE label IS NOT NULL AND label != '' "
+            "GROUP BY label ORDER BY n DESC, label LIMIT ?",
+            (limit,),
+        )
         return [(label, n) for label, n in rows]
 
     def iter_pairs(self, statuses: Iterable[str] = EXPORTED_STATUSES, batch: int = 500) -> Iterator[Pair]:
@@ -310,8 +344,10 @@ class Store:
         marks = ",".join("?" * len(wanted))
         last = 0
         while True:
-            rows = self._read(f"SELECT {_COLUMNS} FROM pairs WHERE status IN ({marks}) AND id > ? ORDER BY id LIMIT ?",
-                              (*wanted, last, batch))
+            rows = self._read(
+                f"SELECT {_COLUMNS} FROM pairs WHERE status IN ({marks}) AND id > ? ORDER BY id LIMIT ?",
+                (*wanted, last, batch),
+            )
             if not rows:
                 return
             for row in rows:

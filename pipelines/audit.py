@@ -34,15 +34,21 @@ class AuditConfig:
     @classmethod
     def from_params(cls, params: dict) -> AuditConfig:
         data, audit = section(params, "data"), section(params, "audit")
-        return cls(pairs_dir=data.get("pairs_dir", cls.pairs_dir), sample_dir=data.get("sample_dir", cls.sample_dir),
-                   fail_on_leak=bool(audit.get("fail_on_leak", True)))
+        return cls(
+            pairs_dir=data.get("pairs_dir", cls.pairs_dir),
+            sample_dir=data.get("sample_dir", cls.sample_dir),
+            fail_on_leak=bool(audit.get("fail_on_leak", True)),
+        )
 
 
 class LeakError(PipelineError):
     def __init__(self, uid: str, kinds: dict[str, int]):
         names = ", ".join(f"{kind} ×{n}" if n > 1 else kind for kind, n in sorted(kinds.items()))
-        super().__init__(f"pair {uid} would export a secret ({names}); discard or fix it, "
-                         "or set audit.fail_on_leak: false to redact it", code=1)
+        super().__init__(
+            f"pair {uid} would export a secret ({names}); discard or fix it, "
+            "or set audit.fail_on_leak: false to redact it",
+            code=1,
+        )
 
 
 def leaks_in(record: dict) -> dict[str, int]:
@@ -133,8 +139,10 @@ def audit(config: AuditConfig) -> dict:
     write_records(kept, config.out)
     stats["source"] = source_kind
     write_json(config.metrics, stats)
-    print(f"audit: {stats['pairs_in']} pairs from {source} ({source_kind}) → {stats['pairs_out']} kept; "
-          f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical")
+    print(
+        f"audit: {stats['pairs_in']} pairs from {source} ({source_kind}) → {stats['pairs_out']} kept; "
+        f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical"
+    )
     return stats
 
 

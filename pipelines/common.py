@@ -90,14 +90,17 @@ def parse_config(config_cls, argv: list[str] | None, description: str):
             raise SystemExit(exc.code) from None
 
     parser = argparse.ArgumentParser(
-        description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        epilog="Defaults come from params.yaml; a flag overrides one value for this run only.")
+        description=description,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        epilog="Defaults come from params.yaml; a flag overrides one value for this run only.",
+    )
     parser.add_argument("--params", default=PARAMS_FILE, help="the params file to read")
     for field in dataclasses.fields(config_cls):
         default = getattr(defaults, field.name)
         help_text = field.metadata.get("help", "")
-        parser.add_argument(f"--{field.name.replace('_', '-')}", dest=field.name, default=default, help=help_text,
-                            **_flag_type(field))
+        parser.add_argument(
+            f"--{field.name.replace('_', '-')}", dest=field.name, default=default, help=help_text, **_flag_type(field)
+        )
     args = vars(parser.parse_args(argv))
     args.pop("params")
     return config_cls(**args)

@@ -37,8 +37,9 @@ class EvaluateConfig:
 
 
 def _template_ids(tokenizer, messages: list[dict], generation_prompt: bool) -> list[int]:
-    ids = tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=generation_prompt,
-                                        return_dict=False)
+    ids = tokenizer.apply_chat_template(
+        messages, tokenize=True, add_generation_prompt=generation_prompt, return_dict=False
+    )
     return list(ids)
 
 
@@ -51,7 +52,7 @@ def completion_span(tokenizer, prompt: list[dict], completion: list[dict], max_l
     prompt_ids = _template_ids(tokenizer, prompt, generation_prompt=True)
     full_ids = _template_ids(tokenizer, prompt + completion, generation_prompt=False)
     start = 0
-    for a, b in zip(prompt_ids, full_ids):
+    for a, b in zip(prompt_ids, full_ids, strict=False):
         if a != b:
             break
         start += 1
@@ -72,11 +73,12 @@ def sequence_logprob(model, ids: list[int], start: int) -> float:
     with torch.inference_mode():
         logits = model(input_ids=input_ids).logits[0, :-1].float()
     logps = torch.log_softmax(logits, dim=-1).gather(-1, input_ids[0, 1:, None]).squeeze(-1)
-    return float(logps[start - 1:].sum())
+    return float(logps[start - 1 :].sum())
 
 
-def preference_margins(model, tokenizer, rows: Iterable[dict], max_length: int | None = None,
-                       progress: str | None = None) -> list[float]:
+def preference_margins(
+    model, tokenizer, rows: Iterable[dict], max_length: int | None = None, progress: str | None = None
+) -> list[float]:
     """log p(chosen) − log p(rejected) for each TRL conversational preference row."""
     import torch
     from tqdm.auto import tqdm
@@ -95,8 +97,10 @@ def preference_margins(model, tokenizer, rows: Iterable[dict], max_length: int |
 def preference_stats(margins: list[float]) -> dict:
     if not margins:
         return {"preference_accuracy": None, "mean_margin": None}
-    return {"preference_accuracy": round(sum(m > 0 for m in margins) / len(margins), 4),
-            "mean_margin": round(sum(margins) / len(margins), 4)}
+    return {
+        "preference_accuracy": round(sum(m > 0 for m in margins) / len(margins), 4),
+        "mean_margin": round(sum(margins) / len(margins), 4),
+    }
 
 
 def mistake_histogram(rows: Iterable[dict]) -> list[dict]:
@@ -120,8 +124,11 @@ def score_before_after(config: EvaluateConfig, rows: list[dict]) -> tuple[dict, 
 
 
 def evaluate(config: EvaluateConfig) -> dict:
-    for path in (Path(config.base) / "config.json", Path(config.adapter) / "adapter_config.json",
-                 Path(config.eval_file)):
+    for path in (
+        Path(config.base) / "config.json",
+        Path(config.adapter) / "adapter_config.json",
+        Path(config.eval_file),
+    ):
         if not path.is_file():
             raise PipelineError(f"{path}: missing (run the earlier stages first)")
     rows = read_jsonl(config.eval_file)
@@ -133,12 +140,19 @@ def evaluate(config: EvaluateConfig) -> dict:
 
     metrics = {"n_eval_pairs": len(rows), "before": before, "after": after}
     write_json(config.metrics, metrics)
-    write_json(config.accuracy_plot, [{"model": "before", "preference_accuracy": before["preference_accuracy"]},
-                                      {"model": "after", "preference_accuracy": after["preference_accuracy"]}])
+    write_json(
+        config.accuracy_plot,
+        [
+            {"model": "before", "preference_accuracy": before["preference_accuracy"]},
+            {"model": "after", "preference_accuracy": after["preference_accuracy"]},
+        ],
+    )
     all_rows = read_jsonl(config.all_file) if Path(config.all_file).is_file() else rows
     write_json(config.mistakes_plot, mistake_histogram(all_rows))
-    print(f"evaluate: {len(rows)} eval pairs; preference accuracy {before['preference_accuracy']} → "
-          f"{after['preference_accuracy']}, mean margin {before['mean_margin']} → {after['mean_margin']}")
+    print(
+        f"evaluate: {len(rows)} eval pairs; preference accuracy {before['preference_accuracy']} → "
+        f"{after['preference_accuracy']}, mean margin {before['mean_margin']} → {after['mean_margin']}"
+    )
     return metrics
 
 

@@ -20,15 +20,17 @@ class ExportStageConfig:
     out_dir: str = field(default="data/export", metadata={"help": "the export folder (replaced)"})
     eval_fraction: float = field(default=0.25, metadata={"help": "share of prompts held out for evaluation"})
     seed: int = field(default=0, metadata={"help": "seeds the split"})
-    strip_acknowledgement: bool = field(default=True, metadata={"help": "drop \"You're right, …\" openers"})
+    strip_acknowledgement: bool = field(default=True, metadata={"help": 'drop "You\'re right, …" openers'})
     metrics: str = field(default="metrics/export.json", metadata={"help": "where the counts go"})
 
     @classmethod
     def from_params(cls, params: dict) -> ExportStageConfig:
         data, export = section(params, "data"), section(params, "export")
-        return cls(eval_fraction=float(data.get("eval_fraction", cls.eval_fraction)),
-                   seed=int(data.get("seed", cls.seed)),
-                   strip_acknowledgement=bool(export.get("strip_acknowledgement", cls.strip_acknowledgement)))
+        return cls(
+            eval_fraction=float(data.get("eval_fraction", cls.eval_fraction)),
+            seed=int(data.get("seed", cls.seed)),
+            strip_acknowledgement=bool(export.get("strip_acknowledgement", cls.strip_acknowledgement)),
+        )
 
 
 def export(config: ExportStageConfig) -> dict:
@@ -37,8 +39,9 @@ def export(config: ExportStageConfig) -> dict:
     out = Path(config.out_dir)
     if out.exists():
         shutil.rmtree(out)
-    counts = write_export(load_records(config.source), out,
-                         ExportConfig(config.eval_fraction, config.seed, config.strip_acknowledgement))
+    counts = write_export(
+        load_records(config.source), out, ExportConfig(config.eval_fraction, config.seed, config.strip_acknowledgement)
+    )
     write_json(config.metrics, counts)
     print(f"export: {counts['pairs']} pairs → {counts['train']} train / {counts['eval']} eval in {out}")
     return counts

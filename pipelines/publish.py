@@ -44,10 +44,13 @@ class PublishConfig:
     @classmethod
     def from_params(cls, params: dict) -> PublishConfig:
         hub = section(params, "hub")
-        return cls(push=bool(hub.get("push", False)), repo=str(hub.get("repo") or cls.repo),
-                   visibility=str(hub.get("visibility") or cls.visibility),
-                   token_env=str(hub.get("token_env") or cls.token_env),
-                   license=str(hub.get("license") or cls.license))
+        return cls(
+            push=bool(hub.get("push", False)),
+            repo=str(hub.get("repo") or cls.repo),
+            visibility=str(hub.get("visibility") or cls.visibility),
+            token_env=str(hub.get("token_env") or cls.token_env),
+            license=str(hub.get("license") or cls.license),
+        )
 
 
 # ---- the data version ---------------------------------------------------------------------------
@@ -65,8 +68,9 @@ def dvc_dir_md5(folder: str | os.PathLike) -> str:
     """The md5 DVC 3 records for a directory output: the md5 of the JSON list of
     ``{"md5", "relpath"}`` entries sorted by relpath (``json.dumps(..., sort_keys=True)``), plus ".dir"."""
     root = Path(folder)
-    entries = [{"md5": _file_md5(p), "relpath": p.relative_to(root).as_posix()}
-               for p in root.rglob("*") if p.is_file()]
+    entries = [
+        {"md5": _file_md5(p), "relpath": p.relative_to(root).as_posix()} for p in root.rglob("*") if p.is_file()
+    ]
     entries.sort(key=lambda e: e["relpath"])
     return hashlib.md5(json.dumps(entries, sort_keys=True).encode("utf-8")).hexdigest() + ".dir"
 
@@ -97,8 +101,10 @@ def data_version(config: PublishConfig) -> tuple[str, str]:
     if recorded is None:
         return tag, f"hashed {config.export_dir} as DVC does ({config.lock} has no entry for it yet)"
     if recorded != actual:
-        raise PipelineError(f"{config.export_dir} changed since {config.lock} recorded it "
-                            f"(data-{recorded[:12]} there, {tag} on disk): run `dvc repro export` first")
+        raise PipelineError(
+            f"{config.export_dir} changed since {config.lock} recorded it "
+            f"(data-{recorded[:12]} there, {tag} on disk): run `dvc repro export` first"
+        )
     return tag, f"{config.lock}: md5 of {config.export_dir}"
 
 
@@ -127,7 +133,9 @@ def split_files(config: PublishConfig) -> dict[str, Path]:
 def dataset_card(repo_id: str, tag: str, splits: dict[str, int], license_id: str) -> str:
     counts = "".join(f"| {s} | {n} |\n" for s, n in splits.items())
     front = card_front_matter(license_id, "ichor DPO training data", {s: f"data/{s}.jsonl" for s in splits})
-    return front + f"""
+    return (
+        front
+        + f"""
 # {repo_id}
 
 The audited preference pairs one ichor pipeline run trained on: TRL conversational preference rows
@@ -148,6 +156,7 @@ from datasets import load_dataset
 pairs = load_dataset("{repo_id}", revision="{tag}")  # add token=... while the repository is private
 ```
 """
+    )
 
 
 def build_commit(config: PublishConfig, repo_id: str, tag: str) -> tuple[dict[str, bytes], dict[str, int]]:
@@ -178,8 +187,10 @@ class _Hub(HubClient):
     def __init__(self, config: PublishConfig):
         token = os.environ.get(config.token_env, "").strip()
         if not token:
-            raise PipelineError(f"hub.push is true but ${config.token_env} is empty: export {config.token_env}=hf_… "
-                                "(a token with write access), or set hub.push: false")
+            raise PipelineError(
+                f"hub.push is true but ${config.token_env} is empty: export {config.token_env}=hf_… "
+                "(a token with write access), or set hub.push: false"
+            )
         super().__init__(token, config.token_env, config.endpoint or None)
 
     def call(self, fn, *args, **kwargs):
@@ -207,10 +218,17 @@ class _Hub(HubClient):
         present = set(self.call(self.api.list_repo_files, self.repo_id, repo_type="dataset"))
         ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in files.items()]
         ops += [CommitOperationDelete(path_in_repo=p) for p in OWNED_PATHS if p in present and p not in files]
-        info = self.call(self.api.create_commit, self.repo_id, ops, commit_message=f"ichor publish {tag}",
-                         repo_type="dataset")
-        self.call(self.api.create_tag, self.repo_id, tag=tag, revision=info.oid, repo_type="dataset",
-                  tag_message=f"ichor data version {tag}")
+        info = self.call(
+            self.api.create_commit, self.repo_id, ops, commit_message=f"ichor publish {tag}", repo_type="dataset"
+        )
+        self.call(
+            self.api.create_tag,
+            self.repo_id,
+            tag=tag,
+            revision=info.oid,
+            repo_type="dataset",
+            tag_message=f"ichor data version {tag}",
+        )
         return info.oid
 
 
@@ -218,8 +236,14 @@ def publish(config: PublishConfig) -> dict:
     if config.visibility not in ("private", "public"):
         raise PipelineError(f"hub.visibility must be private or public, not {config.visibility!r}")
     if not config.push and not config.dry_run:
-        result = {"pushed": False, "reason": "hub.push is false in params.yaml", "repo": config.repo,
-                  "revision": None, "tag": None, "rows": None}
+        result = {
+            "pushed": False,
+            "reason": "hub.push is false in params.yaml",
+            "repo": config.repo,
+            "revision": None,
+            "tag": None,
+            "rows": None,
+        }
         write_json(config.metrics, result)
         print("publish: skipped (hub.push is false)")
         return result
@@ -228,10 +252,18 @@ def publish(config: PublishConfig) -> dict:
     if config.dry_run:
         repo_id = config.repo if "/" in config.repo else f"<token owner>/{config.repo}"
         files, rows = build_commit(config, repo_id, tag)
-        manifest = {"repo": repo_id, "visibility": config.visibility, "tag": tag, "tag_source": source,
-                    "message": f"ichor publish {tag}", "rows": sum(rows.values()), "splits": rows,
-                    "files": [{"path": p, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()}
-                              for p, d in sorted(files.items())]}
+        manifest = {
+            "repo": repo_id,
+            "visibility": config.visibility,
+            "tag": tag,
+            "tag_source": source,
+            "message": f"ichor publish {tag}",
+            "rows": sum(rows.values()),
+            "splits": rows,
+            "files": [
+                {"path": p, "size": len(d), "sha256": hashlib.sha256(d).hexdigest()} for p, d in sorted(files.items())
+            ],
+        }
         write_dry_run(config.dry_run, files, manifest)
         print(f"publish: dry run, {manifest['rows']} rows tagged {tag} written to {config.dry_run}")
         return manifest
@@ -240,8 +272,16 @@ def publish(config: PublishConfig) -> dict:
     repo_id = hub.repo_id_for(config.repo)
     files, rows = build_commit(config, repo_id, tag)
     private = hub.create_or_open(config.visibility == "private")
-    result = {"pushed": True, "repo": repo_id, "revision": None, "tag": tag, "rows": sum(rows.values()),
-              "splits": rows, "private": private, "tag_source": source}
+    result = {
+        "pushed": True,
+        "repo": repo_id,
+        "revision": None,
+        "tag": tag,
+        "rows": sum(rows.values()),
+        "splits": rows,
+        "private": private,
+        "tag_source": source,
+    }
     if private != (config.visibility == "private"):
         result["note"] = f"{repo_id} already existed as {'private' if private else 'public'}; left as it was"
     existing = hub.tag_target(tag)
@@ -250,8 +290,10 @@ def publish(config: PublishConfig) -> dict:
     else:
         result["revision"] = hub.push(files, tag)
     write_json(config.metrics, result)
-    print(f"publish: {result['rows']} rows → {repo_id} @ {tag} ({result['revision'][:12]})"
-          + ("" if result["pushed"] else " — already there"))
+    print(
+        f"publish: {result['rows']} rows → {repo_id} @ {tag} ({result['revision'][:12]})"
+        + ("" if result["pushed"] else " — already there")
+    )
     return result
 
 

@@ -33,8 +33,12 @@ WEIGHT_TERMS = ("anchor", "embedding", "preference", "judge", "truncation", "rep
 
 @dataclass
 class RLConfig:
-    server: str = field(default="transformers", metadata={
-        "help": "`transformers` to serve base+adapter on 127.0.0.1, or the /v1 URL of an OpenAI-compatible server"})
+    server: str = field(
+        default="transformers",
+        metadata={
+            "help": "`transformers` to serve base+adapter on 127.0.0.1, or the /v1 URL of an OpenAI-compatible server"
+        },
+    )
     model_name: str = field(default="", metadata={"help": "model name at a URL server (empty: its first model)"})
     steps: int = field(default=4, metadata={"help": "groups to collect"})
     group_size: int = field(default=4, metadata={"help": "rollouts per prompt"})
@@ -58,14 +62,29 @@ class RLConfig:
     @classmethod
     def from_params(cls, params: dict) -> RLConfig:
         rl, weights = section(params, "rl"), (section(params, "reward").get("weights") or {})
-        known = {f: rl[f] for f in ("server", "model_name", "steps", "group_size", "max_tokens", "temperature",
-                                    "eval_neighbours", "eval_samples") if f in rl}
+        known = {
+            f: rl[f]
+            for f in (
+                "server",
+                "model_name",
+                "steps",
+                "group_size",
+                "max_tokens",
+                "temperature",
+                "eval_neighbours",
+                "eval_samples",
+            )
+            if f in rl
+        }
         unknown = set(weights) - set(WEIGHT_TERMS)
         if unknown:
-            raise PipelineError(f"params.yaml: unknown reward.weights {', '.join(sorted(unknown))} "
-                                f"(known: {', '.join(WEIGHT_TERMS)})")
-        return cls(**{k: (str(v) if k in ("server", "model_name") else v) for k, v in known.items()},
-                   **{f"weight_{t}": float(w) for t, w in weights.items()})
+            raise PipelineError(
+                f"params.yaml: unknown reward.weights {', '.join(sorted(unknown))} (known: {', '.join(WEIGHT_TERMS)})"
+            )
+        return cls(
+            **{k: (str(v) if k in ("server", "model_name") else v) for k, v in known.items()},
+            **{f"weight_{t}": float(w) for t, w in weights.items()},
+        )
 
 
 # ------------------------------------------------------------------------------------------- server
@@ -113,8 +132,7 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise PipelineError(f"the policy server exited with status {proc.returncode} before it was ready",
-                                code=1)
+            raise PipelineError(f"the policy server exited with status {proc.returncode} before it was ready", code=1)
         try:
             with urllib.request.urlopen(url, timeout=5) as resp:
                 if resp.status == 200:
@@ -127,8 +145,21 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> None:
 def start_transformers_serve(model_dir: Path, port: int, log: Path, timeout: float) -> subprocess.Popen:
     """`transformers serve` pinned to ``model_dir``, on 127.0.0.1 only, in its own process group."""
     exe = Path(sys.executable).with_name("transformers")
-    cmd = [str(exe), "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu",
-           "--log-level", "warning", "--default-seed", "0"]
+    cmd = [
+        str(exe),
+        "serve",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "warning",
+        "--default-seed",
+        "0",
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
     try:
@@ -168,12 +199,34 @@ def first_model(base_url: str) -> str:
 
 def env_args(config: RLConfig, base_url: str, model_name: str, tokenizer: str) -> list[str]:
     args = [
-        "--env.use_wandb", "false", "--env.pairs_path", config.pairs, "--env.tokenizer_name", tokenizer,
-        "--env.group_size", str(config.group_size), "--env.max_tokens", str(config.max_tokens),
-        "--env.temperature", str(config.temperature), "--env.eval_neighbours", str(config.eval_neighbours),
-        "--env.eval_samples", str(config.eval_samples),
-        "--openai.base_url", base_url, "--openai.model_name", model_name, "--openai.api_key", "local",
-        "--openai.server_type", "openai", "--openai.health_check", "false", "--openai.n_kwarg_is_ignored", "true",
+        "--env.use_wandb",
+        "false",
+        "--env.pairs_path",
+        config.pairs,
+        "--env.tokenizer_name",
+        tokenizer,
+        "--env.group_size",
+        str(config.group_size),
+        "--env.max_tokens",
+        str(config.max_tokens),
+        "--env.temperature",
+        str(config.temperature),
+        "--env.eval_neighbours",
+        str(config.eval_neighbours),
+        "--env.eval_samples",
+        str(config.eval_samples),
+        "--openai.base_url",
+        base_url,
+        "--openai.model_name",
+        model_name,
+        "--openai.api_key",
+        "local",
+        "--openai.server_type",
+        "openai",
+        "--openai.health_check",
+        "false",
+        "--openai.n_kwarg_is_ignored",
+        "true",
     ]
     for term in WEIGHT_TERMS:
         args += [f"--env.weight_{term}", str(getattr(config, f"weight_{term}"))]
@@ -183,8 +236,9 @@ def env_args(config: RLConfig, base_url: str, model_name: str, tokenizer: str) -
 def run_env(mode: str, args: list[str], log: Path) -> None:
     env = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     with log.open("w") as fh:
-        done = subprocess.run([sys.executable, str(ENV_SCRIPT), mode, *args], stdout=fh, stderr=subprocess.STDOUT,
-                              env=env)
+        done = subprocess.run(
+            [sys.executable, str(ENV_SCRIPT), mode, *args], stdout=fh, stderr=subprocess.STDOUT, env=env
+        )
     if done.returncode != 0:
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise PipelineError(f"IchorEnv {mode} failed (exit {done.returncode}): {tail[0][:300]} — see {log}", code=1)
@@ -203,8 +257,11 @@ def summarise(rollouts: Path, eval_metrics: Path, server: str) -> dict:
         "win_rate_vs_rejected": results["eval/win_rate_vs_rejected"],
         "baseline_string_similarity_accuracy": results["eval/baseline_string_similarity_accuracy"],
         "eval_pairs": results["eval/pairs"],
-        "per_term": {t: {"accuracy": results[f"eval/accuracy_{t}"], "ties": results[f"eval/ties_{t}"]}
-                     for t in terms if f"eval/accuracy_{t}" in results},
+        "per_term": {
+            t: {"accuracy": results[f"eval/accuracy_{t}"], "ties": results[f"eval/ties_{t}"]}
+            for t in terms
+            if f"eval/accuracy_{t}" in results
+        },
         "server": server,
     }
 
@@ -233,8 +290,19 @@ def rl(config: RLConfig) -> dict:
                 raise PipelineError(f"rl.server must be `transformers` or an http(s) URL, not {config.server!r}")
             args = env_args(config, base_url, model_name, tokenizer)
             print(f"rl: collecting {config.steps} groups of {config.group_size}", file=sys.stderr)
-            run_env("process", [*args, "--env.total_steps", str(config.steps), "--env.max_passes", "1",
-                                "--env.data_path_to_save_groups", str(rollouts)], out / "process.log")
+            run_env(
+                "process",
+                [
+                    *args,
+                    "--env.total_steps",
+                    str(config.steps),
+                    "--env.max_passes",
+                    "1",
+                    "--env.data_path_to_save_groups",
+                    str(rollouts),
+                ],
+                out / "process.log",
+            )
             print("rl: measuring the reward on the held-out pairs", file=sys.stderr)
             run_env("evaluate", [*args, "--env.data_dir_to_save_evals", str(out / "eval")], out / "evaluate.log")
         finally:
@@ -253,10 +321,12 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> None:
         config = parse_config(RLConfig, argv, __doc__.splitlines()[0])
         m = rl(config)
-        print(f"rl: {m['groups']} groups, mean reward {m['mean_score']:+.3f}; reward pairwise accuracy "
-              f"{m['reward_pairwise_accuracy']:.3f} vs string similarity "
-              f"{m['baseline_string_similarity_accuracy']:.3f} "
-              f"on {m['eval_pairs']} held-out pairs; win rate vs rejected {m['win_rate_vs_rejected']:.3f}")
+        print(
+            f"rl: {m['groups']} groups, mean reward {m['mean_score']:+.3f}; reward pairwise accuracy "
+            f"{m['reward_pairwise_accuracy']:.3f} vs string similarity "
+            f"{m['baseline_string_similarity_accuracy']:.3f} "
+            f"on {m['eval_pairs']} held-out pairs; win rate vs rejected {m['win_rate_vs_rejected']:.3f}"
+        )
 
     return run(body)
 

@@ -8,22 +8,38 @@ from pathlib import Path
 
 ROWS = (
     ("audit", "pairs in → out", lambda m: f"{m['pairs_in']} → {m['pairs_out']} (from {m.get('source', '?')})"),
-    ("audit", "leaks / duplicates / identical",
-     lambda m: f"{m['leaks_found']} / {m['duplicates']} / {m.get('identical', 0)}"),
+    (
+        "audit",
+        "leaks / duplicates / identical",
+        lambda m: f"{m['leaks_found']} / {m['duplicates']} / {m.get('identical', 0)}",
+    ),
     ("export", "train / eval pairs", lambda m: f"{m['train']} / {m['eval']}"),
     ("train", "steps, final loss", lambda m: f"{m['steps']}, {m['final_loss']}"),
     ("train", "train tokens/s, wall", lambda m: f"{m['train_tokens_per_s']} ({m['precision']}), {m['wall_s']} s"),
     ("eval", "eval pairs", lambda m: f"{m['n_eval_pairs']}"),
-    ("eval", "preference accuracy before → after",
-     lambda m: f"{m['before']['preference_accuracy']} → {m['after']['preference_accuracy']}"),
+    (
+        "eval",
+        "preference accuracy before → after",
+        lambda m: f"{m['before']['preference_accuracy']} → {m['after']['preference_accuracy']}",
+    ),
     ("eval", "mean margin before → after", lambda m: f"{m['before']['mean_margin']} → {m['after']['mean_margin']}"),
     ("rl", "groups, mean reward", lambda m: f"{m['groups']}, {m['mean_score']:.3f}"),
-    ("rl", "reward accuracy vs string similarity",
-     lambda m: f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
-               f"on {m['eval_pairs']} held-out pairs"),
+    (
+        "rl",
+        "reward accuracy vs string similarity",
+        lambda m: (
+            f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
+            f"on {m['eval_pairs']} held-out pairs"
+        ),
+    ),
     ("rl", "win rate vs rejected", lambda m: f"{m['win_rate_vs_rejected']:.3f}"),
-    ("publish", "pushed", lambda m: f"{m['pushed']}" + (f" ({m['reason']})" if m.get("reason") else
-                                                         f" {m.get('repo')} @ {m.get('tag')}")),
+    (
+        "publish",
+        "pushed",
+        lambda m: (
+            f"{m['pushed']}" + (f" ({m['reason']})" if m.get("reason") else f" {m.get('repo')} @ {m.get('tag')}")
+        ),
+    ),
 )
 
 
@@ -65,8 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\nichor pipeline")
     for name, value in lines:
         print(f"  {name.ljust(width)}  {value}")
-    print("\nPlots: `dvc plots show` writes dvc_plots/index.html (loss per step, accuracy before/after, "
-          "mistake types);\n       raw data in plots/*.json. Compare runs with `dvc metrics diff` or `dvc exp show`.")
+    print(
+        "\nPlots: `dvc plots show` writes dvc_plots/index.html (loss per step, accuracy before/after, "
+        "mistake types);\n       raw data in plots/*.json. Compare runs with `dvc metrics diff` or `dvc exp show`."
+    )
     return 0
 
 

@@ -35,20 +35,27 @@ class TrainConfig:
     lora_r: int = field(default=8, metadata={"help": "LoRA rank"})
     lora_alpha: int = field(default=16, metadata={"help": "LoRA alpha"})
     lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout"})
-    target_modules: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
-                                 metadata={"help": "modules that get a LoRA"})
+    target_modules: list = field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"], metadata={"help": "modules that get a LoRA"}
+    )
 
     @classmethod
     def from_params(cls, params: dict) -> TrainConfig:
         dpo, lora = section(params, "dpo"), section(params, "lora")
         d = cls()
-        return cls(beta=float(dpo.get("beta", d.beta)), learning_rate=float(dpo.get("learning_rate", d.learning_rate)),
-                   steps=int(dpo.get("steps", d.steps)), batch_size=int(dpo.get("batch_size", d.batch_size)),
-                   max_length=int(dpo.get("max_length", d.max_length)), seed=int(dpo.get("seed", d.seed)),
-                   gradient_checkpointing=bool(dpo.get("gradient_checkpointing", d.gradient_checkpointing)),
-                   lora_r=int(lora.get("r", d.lora_r)), lora_alpha=int(lora.get("alpha", d.lora_alpha)),
-                   lora_dropout=float(lora.get("dropout", d.lora_dropout)),
-                   target_modules=list(lora.get("target_modules", d.target_modules)))
+        return cls(
+            beta=float(dpo.get("beta", d.beta)),
+            learning_rate=float(dpo.get("learning_rate", d.learning_rate)),
+            steps=int(dpo.get("steps", d.steps)),
+            batch_size=int(dpo.get("batch_size", d.batch_size)),
+            max_length=int(dpo.get("max_length", d.max_length)),
+            seed=int(dpo.get("seed", d.seed)),
+            gradient_checkpointing=bool(dpo.get("gradient_checkpointing", d.gradient_checkpointing)),
+            lora_r=int(lora.get("r", d.lora_r)),
+            lora_alpha=int(lora.get("alpha", d.lora_alpha)),
+            lora_dropout=float(lora.get("dropout", d.lora_dropout)),
+            target_modules=list(lora.get("target_modules", d.target_modules)),
+        )
 
 
 def dpo_args(config: TrainConfig, output_dir: str, cuda: bool):
@@ -56,10 +63,21 @@ def dpo_args(config: TrainConfig, output_dir: str, cuda: bool):
     from trl import DPOConfig
 
     return DPOConfig(
-        output_dir=output_dir, per_device_train_batch_size=config.batch_size, max_steps=config.steps,
-        learning_rate=config.learning_rate, beta=config.beta, max_length=config.max_length, seed=config.seed,
-        lr_scheduler_type="constant", warmup_steps=0, logging_steps=1, save_strategy="no", report_to="none",
-        gradient_checkpointing=config.gradient_checkpointing, bf16=cuda, use_cpu=not cuda,
+        output_dir=output_dir,
+        per_device_train_batch_size=config.batch_size,
+        max_steps=config.steps,
+        learning_rate=config.learning_rate,
+        beta=config.beta,
+        max_length=config.max_length,
+        seed=config.seed,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        logging_steps=1,
+        save_strategy="no",
+        report_to="none",
+        gradient_checkpointing=config.gradient_checkpointing,
+        bf16=cuda,
+        use_cpu=not cuda,
         dataloader_num_workers=0,
     )
 
@@ -67,8 +85,13 @@ def dpo_args(config: TrainConfig, output_dir: str, cuda: bool):
 def lora_config(config: TrainConfig):
     from peft import LoraConfig
 
-    return LoraConfig(r=config.lora_r, lora_alpha=config.lora_alpha, lora_dropout=config.lora_dropout,
-                      target_modules=list(config.target_modules), task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=config.lora_r,
+        lora_alpha=config.lora_alpha,
+        lora_dropout=config.lora_dropout,
+        target_modules=list(config.target_modules),
+        task_type="CAUSAL_LM",
+    )
 
 
 def load_rows(path: str) -> list[dict]:
@@ -114,8 +137,14 @@ def build_trainer(config: TrainConfig, callbacks=()):
         tokenizer.pad_token = tokenizer.eos_token
     model = AutoModelForCausalLM.from_pretrained(config.base, dtype=torch.bfloat16 if cuda else torch.float32)
     dataset = Dataset.from_list(load_rows(config.train_file))
-    return DPOTrainer(model=model, args=dpo_args(config, config.out, cuda), train_dataset=dataset,
-                      processing_class=tokenizer, peft_config=lora_config(config), callbacks=list(callbacks))
+    return DPOTrainer(
+        model=model,
+        args=dpo_args(config, config.out, cuda),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora_config(config),
+        callbacks=list(callbacks),
+    )
 
 
 def train(config: TrainConfig) -> dict | None:
@@ -141,8 +170,10 @@ def train(config: TrainConfig) -> dict | None:
     }
     write_json(config.metrics, metrics)
     write_json(config.plot, recorder.points)
-    print(f"train: {metrics['steps']} steps, final loss {metrics['final_loss']}, "
-          f"{metrics['train_tokens_per_s']} tokens/s → {config.out}")
+    print(
+        f"train: {metrics['steps']} steps, final loss {metrics['final_loss']}, "
+        f"{metrics['train_tokens_per_s']} tokens/s → {config.out}"
+    )
     return metrics
 
 

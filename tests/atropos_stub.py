@@ -26,17 +26,42 @@ ANSWERS = [
 ]
 
 PAIRS = [
-    {"uid": "p1", "messages": [{"role": "user", "content": "install the dependencies of my project"}],
-     "accepted": "Use pnpm: run `pnpm install` in the project folder.", "rejected": "Run npm install.",
-     "kind": "correction", "label": "wrong package manager", "split": "train"},
-    {"uid": "p2", "messages": [{"role": "user", "content": "add lodash to the project"}],
-     "accepted": "Run `pnpm add lodash`.", "rejected": "Run `npm install lodash`.",
-     "kind": "correction", "label": "wrong package manager", "split": "train"},
-    {"uid": "p3", "messages": [{"role": "user", "content": "list the files in this folder, including hidden"}],
-     "accepted": "ls -la", "rejected": "ls", "kind": "retry", "label": "missing flag", "split": "train"},
-    {"uid": "p4", "messages": [{"role": "user", "content": "add react to my app's dependencies"}],
-     "accepted": "Run `pnpm add react`.", "rejected": "Run `npm install react`.",
-     "kind": "correction", "label": "wrong package manager", "split": "eval"},
+    {
+        "uid": "p1",
+        "messages": [{"role": "user", "content": "install the dependencies of my project"}],
+        "accepted": "Use pnpm: run `pnpm install` in the project folder.",
+        "rejected": "Run npm install.",
+        "kind": "correction",
+        "label": "wrong package manager",
+        "split": "train",
+    },
+    {
+        "uid": "p2",
+        "messages": [{"role": "user", "content": "add lodash to the project"}],
+        "accepted": "Run `pnpm add lodash`.",
+        "rejected": "Run `npm install lodash`.",
+        "kind": "correction",
+        "label": "wrong package manager",
+        "split": "train",
+    },
+    {
+        "uid": "p3",
+        "messages": [{"role": "user", "content": "list the files in this folder, including hidden"}],
+        "accepted": "ls -la",
+        "rejected": "ls",
+        "kind": "retry",
+        "label": "missing flag",
+        "split": "train",
+    },
+    {
+        "uid": "p4",
+        "messages": [{"role": "user", "content": "add react to my app's dependencies"}],
+        "accepted": "Run `pnpm add react`.",
+        "rejected": "Run `npm install react`.",
+        "kind": "correction",
+        "label": "wrong package manager",
+        "split": "eval",
+    },
 ]
 
 
@@ -55,16 +80,30 @@ def build_tokenizer(folder: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     corpus = [a for a, _ in ANSWERS] + [json.dumps(p) for p in PAIRS] + ["user assistant system"]
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(
+            vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     folder.mkdir(parents=True, exist_ok=True)
     tok.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHATML, "eos_token": "<|im_end|>",
-        "bos_token": None, "pad_token": "<|endoftext|>", "unk_token": None, "model_max_length": 4096,
-    }))
-    (folder / "special_tokens_map.json").write_text(json.dumps({"eos_token": "<|im_end|>",
-                                                                "pad_token": "<|endoftext|>"}))
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps(
+            {
+                "tokenizer_class": "PreTrainedTokenizerFast",
+                "chat_template": CHATML,
+                "eos_token": "<|im_end|>",
+                "bos_token": None,
+                "pad_token": "<|endoftext|>",
+                "unk_token": None,
+                "model_max_length": 4096,
+            }
+        )
+    )
+    (folder / "special_tokens_map.json").write_text(
+        json.dumps({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"})
+    )
     return folder
 
 
@@ -108,9 +147,16 @@ class _Handler(BaseHTTPRequestHandler):
             if body.get("max_tokens") == 8:  # the judge's short calls
                 text, reason = "A", "stop"
             choices.append({"index": i, "message": {"role": "assistant", "content": text}, "finish_reason": reason})
-        self._send({"id": "cmpl-stub", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "stub"), "choices": choices,
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+        self._send(
+            {
+                "id": "cmpl-stub",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "stub"),
+                "choices": choices,
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            }
+        )
 
 
 def start_stub() -> tuple[ThreadingHTTPServer, str]:

@@ -4,7 +4,6 @@ import pytest
 
 from ichor.store import NewPair, Store
 
-
 # No test may reach a hub or phone home.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")

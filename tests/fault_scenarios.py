@@ -35,6 +35,7 @@ CORRUPT_BYTES = b"this is not an SQLite database, it is what a crash mid-copy le
 
 # ------------------------------------------------------------------------------------ faults
 
+
 class ReadOnly:
     """Every write under ``root`` fails with EROFS; SQLite opens files there read-only."""
 
@@ -126,15 +127,25 @@ class Corrupt:
 
 # ------------------------------------------------------------------------------ the scenario
 
+
 def seed_store(home: Path, n: int) -> None:
     """Pairs a user kept before the fault: they must survive it."""
     from ichor.store import NewPair, Store
 
     with Store.open(home) as store:
         for i in range(n):
-            pair = store.add_pair(NewPair("correction", "no, use pnpm", [{"role": "user", "content": f"install {i}"}],
-                                          f"npm install {i}", f"pnpm install {i}", label="wrong package manager",
-                                          platform="cli", session_id="before"))
+            pair = store.add_pair(
+                NewPair(
+                    "correction",
+                    "no, use pnpm",
+                    [{"role": "user", "content": f"install {i}"}],
+                    f"npm install {i}",
+                    f"pnpm install {i}",
+                    label="wrong package manager",
+                    platform="cli",
+                    session_id="before",
+                )
+            )
             store.set_status(pair.id, "kept")
 
 
@@ -191,10 +202,20 @@ def run(spec: dict) -> dict:
     from ichor import paths
 
     folder = paths.plugin_dir(home)
-    return {"responses": responses, "logs": logs, "seconds": seconds, "pairs": hs._pairs(),
-            "files": sorted(p.name for p in folder.iterdir()) if folder.exists() else [],
-            "moved_aside": {p.name: p.read_bytes() == CORRUPT_BYTES for p in folder.glob("ichor.db.corrupt-*")
-                            if not p.name.endswith(("-wal", "-shm"))} if folder.exists() else {}}
+    return {
+        "responses": responses,
+        "logs": logs,
+        "seconds": seconds,
+        "pairs": hs._pairs(),
+        "files": sorted(p.name for p in folder.iterdir()) if folder.exists() else [],
+        "moved_aside": {
+            p.name: p.read_bytes() == CORRUPT_BYTES
+            for p in folder.glob("ichor.db.corrupt-*")
+            if not p.name.endswith(("-wal", "-shm"))
+        }
+        if folder.exists()
+        else {},
+    }
 
 
 def run_fault_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:

@@ -22,11 +22,18 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-SCRUBBED_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "HERMES_SAFE_MODE",
-                "ICHOR_DATA_DIR")
+SCRUBBED_ENV = (
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_BASE_URL",
+    "HERMES_SAFE_MODE",
+    "ICHOR_DATA_DIR",
+)
 
 
 # --------------------------------------------------------------------------------- the stub model
+
 
 class StubLLM:
     """Answers each chat completion with the next scripted reply (or a default)."""
@@ -119,17 +126,28 @@ def _usage() -> dict:
 
 
 def _completion(text: str) -> dict:
-    return {"id": "chatcmpl-stub", "object": "chat.completion", "created": int(time.time()), "model": "stub-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": _usage()}
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "stub-model",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": _usage(),
+    }
 
 
 def _chunk(delta: dict, finish: str | None) -> dict:
-    return {"id": "chatcmpl-stub", "object": "chat.completion.chunk", "created": int(time.time()),
-            "model": "stub-model", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "chatcmpl-stub",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": "stub-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 # ------------------------------------------------------------------------------- the Hermes home
+
 
 def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] = ("ichor",)) -> Path:
     home.mkdir(parents=True, exist_ok=True)
@@ -146,6 +164,7 @@ def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] =
 
 # ------------------------------------------------------------------------- subprocess scenarios
 
+
 def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float = 120) -> tuple[dict, str]:
     """Run ``script spec.json`` in a fresh interpreter with ``HERMES_HOME=home``.
 
@@ -156,14 +175,21 @@ def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float
     spec_file.write_text(json.dumps(spec))
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     env.update(HERMES_HOME=str(home), HF_HUB_OFFLINE="1", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
-    proc = subprocess.run([sys.executable, str(script), str(spec_file)], env=env, cwd=str(home.parent),
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(spec_file)],
+        env=env,
+        cwd=str(home.parent),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(marker)]
     if proc.returncode != 0 or not lines:
-        raise AssertionError(f"scenario failed (rc={proc.returncode})\nstdout:\n{proc.stdout[-4000:]}\n"
-                             f"stderr:\n{proc.stderr[-6000:]}")
+        raise AssertionError(
+            f"scenario failed (rc={proc.returncode})\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-6000:]}"
+        )
     rest = "\n".join(ln for ln in proc.stdout.splitlines() if not ln.startswith(marker))
-    return json.loads(lines[-1][len(marker):]), rest
+    return json.loads(lines[-1][len(marker) :]), rest
 
 
 def run_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:

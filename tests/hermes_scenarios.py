@@ -49,6 +49,7 @@ def run(spec: dict) -> dict:
 
 # ---------------------------------------------------------------------------------- helpers
 
+
 def _skip_environment_probe() -> None:
     """Hermes probes pip/uv with subprocesses for its system prompt (~2.5 s); irrelevant here."""
     try:
@@ -72,8 +73,13 @@ def _plugin_info() -> dict:
     loaded = get_plugin_manager()._plugins.get("ichor")
     if loaded is None:
         return {}
-    return {"enabled": loaded.enabled, "error": loaded.error, "source": loaded.manifest.source,
-            "hooks": sorted(loaded.hooks_registered), "commands": sorted(loaded.commands_registered)}
+    return {
+        "enabled": loaded.enabled,
+        "error": loaded.error,
+        "source": loaded.manifest.source,
+        "hooks": sorted(loaded.hooks_registered),
+        "commands": sorted(loaded.commands_registered),
+    }
 
 
 def _pairs() -> list[dict]:
@@ -81,8 +87,10 @@ def _pairs() -> list[dict]:
 
     _mend_store()
     with Store.open(os.environ["HERMES_HOME"]) as store:
-        return [{"id": p.id, "status": p.status, **p.to_record(), "session_id": p.session_id}
-                for p in store.iter_pairs(STATUSES)]
+        return [
+            {"id": p.id, "status": p.status, **p.to_record(), "session_id": p.session_id}
+            for p in store.iter_pairs(STATUSES)
+        ]
 
 
 _INTACT = {}
@@ -135,9 +143,19 @@ def _discover(spec: dict | None = None):
 def _agent(stub: StubLLM, platform: str, stream: bool, **kw):
     from run_agent import AIAgent
 
-    agent = AIAgent(base_url=stub.base_url, api_key="sk-stub", provider="custom", model="stub-model",
-                    quiet_mode=True, skip_context_files=True, skip_memory=True, enabled_toolsets=[],
-                    platform=platform, max_iterations=4, **kw)
+    agent = AIAgent(
+        base_url=stub.base_url,
+        api_key="sk-stub",
+        provider="custom",
+        model="stub-model",
+        quiet_mode=True,
+        skip_context_files=True,
+        skip_memory=True,
+        enabled_toolsets=[],
+        platform=platform,
+        max_iterations=4,
+        **kw,
+    )
     if not stream:
         agent._disable_streaming = True
     return agent
@@ -151,14 +169,17 @@ def history_for(op, messages: list[dict]) -> list[dict]:
         last_user = max(i for i, m in enumerate(messages) if m.get("role") == "user")
         return messages[:last_user]
     if op == "compress":  # context compression / a reset: the history is rebuilt much shorter
-        return [{"role": "user", "content": "[summary of the earlier conversation]"},
-                {"role": "assistant", "content": "Understood."}]
+        return [
+            {"role": "user", "content": "[summary of the earlier conversation]"},
+            {"role": "assistant", "content": "Understood."},
+        ]
     if op == "new":
         return []
     raise ValueError(op)
 
 
 # --------------------------------------------------------------------------- the agent loop
+
 
 def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     _break(spec.get("break", ()))
@@ -188,8 +209,13 @@ def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     import ichor.hermes as plugin
 
     tracked = len(plugin.ACTIVE.tracker) if plugin.ACTIVE else None
-    return {"responses": responses, "pairs": _pairs(), "timings": timings, "tracked_sessions": tracked,
-            "model_calls": [r.get("stream", False) for r in stub.requests]}
+    return {
+        "responses": responses,
+        "pairs": _pairs(),
+        "timings": timings,
+        "tracked_sessions": tracked,
+        "model_calls": [r.get("stream", False) for r in stub.requests],
+    }
 
 
 def _wait_for_label_threads(timeout: float = 20) -> None:
@@ -202,6 +228,7 @@ def _wait_for_label_threads(timeout: float = 20) -> None:
 
 
 # ------------------------------------------------------------------------------- the gateway
+
 
 def _recording_adapter():
     from gateway.config import Platform, PlatformConfig
@@ -252,7 +279,7 @@ def gateway_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
 
 
 async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
-    from gateway.config import GatewayConfig, Platform, PlatformConfig
+    from gateway.config import GatewayConfig, Platform
     from gateway.platforms.base import MessageEvent
     from gateway.run import GatewayRunner
     from gateway.session import SessionSource
@@ -276,19 +303,34 @@ async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
         if "reply" in step:
             stub.replies.append(step["reply"])
         calls_before, sent_before = len(stub.requests), len(adapter.sent)
-        source = SessionSource(platform=Platform.TELEGRAM, chat_id=step.get("chat", "chat-1"),
-                               chat_type=step.get("chat_type", "dm"), user_id="user-1", user_name="ada")
+        source = SessionSource(
+            platform=Platform.TELEGRAM,
+            chat_id=step.get("chat", "chat-1"),
+            chat_type=step.get("chat_type", "dm"),
+            user_id="user-1",
+            user_name="ada",
+        )
         event = MessageEvent(text=step["text"], source=source, message_id=f"in-{n}")
         if step.get("break_store"):
             _break_store()
         await adapter.handle_message(event)
         await _settle(adapter, want_sent=step.get("expect_sent", 0) + sent_before)
         _mend_store()
-        outcomes.append({"text": step["text"], "reached_model": len(stub.requests) > calls_before,
-                         "sent": adapter.sent[sent_before:]})
+        outcomes.append(
+            {
+                "text": step["text"],
+                "reached_model": len(stub.requests) > calls_before,
+                "sent": adapter.sent[sent_before:],
+            }
+        )
     await adapter.disconnect()
-    return {"events": outcomes, "sent": adapter.sent, "edits": adapter.edits, "pairs": _pairs(),
-            "open_cards": len(plugin.ACTIVE.board.open_cards()) if plugin.ACTIVE else 0}
+    return {
+        "events": outcomes,
+        "sent": adapter.sent,
+        "edits": adapter.edits,
+        "pairs": _pairs(),
+        "open_cards": len(plugin.ACTIVE.board.open_cards()) if plugin.ACTIVE else 0,
+    }
 
 
 async def _settle(adapter, want_sent: int, timeout: float = 30.0) -> None:
@@ -305,6 +347,7 @@ async def _settle(adapter, want_sent: int, timeout: float = 30.0) -> None:
 
 # ----------------------------------------------------------------------- the slash command
 
+
 def command_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     from hermes_cli.plugins import get_plugin_command_handler, resolve_plugin_command_result
 
@@ -315,9 +358,18 @@ def command_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
 
         with Store.open(home) as store:
             for i in range(spec["seed"]):
-                store.add_pair(NewPair("correction", "no, use pnpm", [{"role": "user", "content": f"install {i}"}],
-                                       f"npm install {i}", f"pnpm install {i}", label="wrong package manager",
-                                       platform="cli", session_id="s"))
+                store.add_pair(
+                    NewPair(
+                        "correction",
+                        "no, use pnpm",
+                        [{"role": "user", "content": f"install {i}"}],
+                        f"npm install {i}",
+                        f"pnpm install {i}",
+                        label="wrong package manager",
+                        platform="cli",
+                        session_id="s",
+                    )
+                )
     handler = get_plugin_command_handler("ichor")
     replies = [str(resolve_plugin_command_result(handler(args))) for args in spec["commands"]] if handler else []
     pairs = _pairs()

@@ -65,8 +65,14 @@ class Repo:
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        state = {"id": self.repo_id, "type": self.repo_type, "private": self.private, "commits": self.commits,
-                 "branches": self.branches, "tags": self.tags}
+        state = {
+            "id": self.repo_id,
+            "type": self.repo_type,
+            "private": self.private,
+            "commits": self.commits,
+            "branches": self.branches,
+            "tags": self.tags,
+        }
         self.path.write_text(json.dumps(state, indent=1, sort_keys=True))
 
     def resolve(self, rev: str) -> str:
@@ -141,9 +147,21 @@ class Hub:
                 return False, self.repos[key]
             path = self.root / "repos" / repo_type / f"{repo_id}.json"
             repo = Repo(path, repo_id, repo_type, private)
-            self._commit(repo, "main", "initial commit", [{"key": "file", "value": {
-                "path": ".gitattributes", "content": base64.b64encode(b"*.parquet filter=lfs\n").decode(),
-                "encoding": "base64"}}])
+            self._commit(
+                repo,
+                "main",
+                "initial commit",
+                [
+                    {
+                        "key": "file",
+                        "value": {
+                            "path": ".gitattributes",
+                            "content": base64.b64encode(b"*.parquet filter=lfs\n").decode(),
+                            "encoding": "base64",
+                        },
+                    }
+                ],
+            )
             self.repos[key] = repo
             return True, repo
 
@@ -155,8 +173,11 @@ class Hub:
             key, value = op["key"], op["value"]
             path = value.get("path", "")
             if key == "file":
-                data = base64.b64decode(value["content"]) if value.get("encoding") == "base64" else \
-                    value["content"].encode()
+                data = (
+                    base64.b64decode(value["content"])
+                    if value.get("encoding") == "base64"
+                    else value["content"].encode()
+                )
                 files[path] = {"sha256": self.put_blob(data), "size": len(data), "lfs": False}
                 added.append(path)
             elif key == "lfsFile":
@@ -202,8 +223,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         return self.rfile.read(int(self.headers.get("Content-Length") or 0))
 
-    def _send(self, status: int, body: bytes | dict | list = b"", headers: dict | None = None,
-              head: bool = False) -> None:
+    def _send(
+        self, status: int, body: bytes | dict | list = b"", headers: dict | None = None, head: bool = False
+    ) -> None:
         if not isinstance(body, bytes):
             body = json.dumps(body).encode()
             headers = {"Content-Type": "application/json", **(headers or {})}
@@ -269,8 +291,16 @@ class Handler(BaseHTTPRequestHandler):
             if user is None:
                 raise HubError(401, "Invalid credentials in Authorization header")
             role = self.hub.tokens[self.headers["Authorization"].removeprefix("Bearer ").strip()][1]
-            return self._send(200, {"type": "user", "name": user, "fullname": user, "orgs": [],
-                                    "auth": {"type": "access_token", "accessToken": {"role": role}}})
+            return self._send(
+                200,
+                {
+                    "type": "user",
+                    "name": user,
+                    "fullname": user,
+                    "orgs": [],
+                    "auth": {"type": "access_token", "accessToken": {"role": role}},
+                },
+            )
         if segs[:2] == ["api", "repos"] and segs[2:3] == ["create"]:
             return self._create(json.loads(body or b"{}"))
         if segs[:2] == ["api", "validate-yaml"]:
@@ -312,11 +342,16 @@ class Handler(BaseHTTPRequestHandler):
         if method == "GET" and action == "revision":
             return self._info(repo, rev)
         if method == "GET" and action == "refs":
-            return self._send(200, {
-                "branches": [{"name": b, "ref": f"refs/heads/{b}", "targetCommit": o}
-                             for b, o in repo.branches.items()],
-                "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in repo.tags.items()],
-                "converts": []})
+            return self._send(
+                200,
+                {
+                    "branches": [
+                        {"name": b, "ref": f"refs/heads/{b}", "targetCommit": o} for b, o in repo.branches.items()
+                    ],
+                    "tags": [{"name": t, "ref": f"refs/tags/{t}", "targetCommit": o} for t, o in repo.tags.items()],
+                    "converts": [],
+                },
+            )
         if method == "GET" and action == "tree":
             return self._tree(repo, rev, "/".join(rest[2:]).strip("/"), query.get("recursive", ["false"])[0])
         if method == "POST" and action == "paths-info":
@@ -340,10 +375,21 @@ class Handler(BaseHTTPRequestHandler):
         with self.hub.lock:
             sha = repo.resolve(rev)
             files = repo.files(rev)
-        self._send(200, {"id": repo.repo_id, "author": repo.repo_id.split("/")[0], "sha": sha or None,
-                         "private": repo.private, "disabled": False, "gated": False, "tags": [],
-                         "lastModified": "2026-01-01T00:00:00.000Z", "cardData": {},
-                         "siblings": [{"rfilename": p} for p in sorted(files)]})
+        self._send(
+            200,
+            {
+                "id": repo.repo_id,
+                "author": repo.repo_id.split("/")[0],
+                "sha": sha or None,
+                "private": repo.private,
+                "disabled": False,
+                "gated": False,
+                "tags": [],
+                "lastModified": "2026-01-01T00:00:00.000Z",
+                "cardData": {},
+                "siblings": [{"rfilename": p} for p in sorted(files)],
+            },
+        )
 
     def _tree(self, repo: Repo, rev: str, prefix: str, recursive: str) -> None:
         with self.hub.lock:
@@ -355,7 +401,7 @@ class Handler(BaseHTTPRequestHandler):
         for path, meta in sorted(files.items()):
             if not path.startswith(base):
                 continue
-            tail = path[len(base):]
+            tail = path[len(base) :]
             if recursive.lower() in ("true", "1"):
                 parts = tail.split("/")
                 dirs.update(base + "/".join(parts[:i]) for i in range(1, len(parts)))
@@ -393,8 +439,9 @@ class Handler(BaseHTTPRequestHandler):
             if remote and remote["lfs"] == lfs:
                 oid = remote["sha256"] if lfs else git_sha1(self.hub.blob_path(remote["sha256"]).read_bytes())
                 self.hub.resent.append(f["path"])
-            out.append({"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False,
-                        "oid": oid})
+            out.append(
+                {"path": f["path"], "uploadMode": "lfs" if lfs else "regular", "shouldIgnore": False, "oid": oid}
+            )
         self._send(200, {"files": out, "commitOid": repo.branches.get(rev)})
 
     def _commit(self, repo: Repo, rev: str, body: bytes) -> None:
@@ -412,8 +459,14 @@ class Handler(BaseHTTPRequestHandler):
             hub.committed.set()
             hub.release.wait(60)
         prefix = "" if repo.repo_type == "model" else f"{repo.repo_type}s/"
-        self._send(200, {"commitUrl": f"{hub.endpoint}/{prefix}{repo.repo_id}/commit/{oid}", "commitOid": oid,
-                         "pullRequestUrl": None})
+        self._send(
+            200,
+            {
+                "commitUrl": f"{hub.endpoint}/{prefix}{repo.repo_id}/commit/{oid}",
+                "commitOid": oid,
+                "pullRequestUrl": None,
+            },
+        )
 
     def _tag(self, repo: Repo, rev: str, payload: dict) -> None:
         tag = payload.get("tag", "")
@@ -450,8 +503,7 @@ class Handler(BaseHTTPRequestHandler):
             raise HubError(404, "Entry not found", "EntryNotFound")
         data = self.hub.blob_path(meta["sha256"]).read_bytes()
         etag = meta["sha256"] if meta["lfs"] else git_sha1(data)
-        headers = {**commit, "ETag": f'"{etag}"', "Content-Type": "application/octet-stream",
-                   "Accept-Ranges": "bytes"}
+        headers = {**commit, "ETag": f'"{etag}"', "Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"}
         if meta["lfs"]:
             headers["X-Linked-Etag"] = f'"{etag}"'
             headers["X-Linked-Size"] = str(len(data))
@@ -489,4 +541,3 @@ class HubStub:
         self.hub.release.set()
         self.server.shutdown()
         self.server.server_close()
-

@@ -14,9 +14,18 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def record(uid: str, prompt: str, rejected: str, accepted: str, **extra) -> dict:
-    base = {"uid": uid, "kind": "correction", "label": "wrong package manager", "user_said": "no, use pnpm",
-            "prompt": [{"role": "user", "content": prompt}], "rejected": rejected, "accepted": accepted,
-            "platform": "cli", "scrubbed": {}, "created_at": "2026-11-30T15:00:00Z"}
+    base = {
+        "uid": uid,
+        "kind": "correction",
+        "label": "wrong package manager",
+        "user_said": "no, use pnpm",
+        "prompt": [{"role": "user", "content": prompt}],
+        "rejected": rejected,
+        "accepted": accepted,
+        "platform": "cli",
+        "scrubbed": {},
+        "created_at": "2026-11-30T15:00:00Z",
+    }
     base.update(extra)
     return base
 
@@ -34,9 +43,17 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def stage_env() -> dict:
     env = dict(os.environ)
-    env.update(PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}", HF_HUB_OFFLINE="1", DVC_NO_ANALYTICS="1",
-               TOKENIZERS_PARALLELISM="false", WANDB_MODE="disabled", GIT_AUTHOR_NAME="t",
-               GIT_AUTHOR_EMAIL="t@localhost", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@localhost")
+    env.update(
+        PATH=f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}",
+        HF_HUB_OFFLINE="1",
+        DVC_NO_ANALYTICS="1",
+        TOKENIZERS_PARALLELISM="false",
+        WANDB_MODE="disabled",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@localhost",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@localhost",
+    )
     env.pop("ICHOR_DATA_DIR", None)
     return env
 
@@ -44,7 +61,9 @@ def stage_env() -> dict:
 def sh(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
     proc = subprocess.run(args, cwd=cwd, env=stage_env(), capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"{' '.join(args)} exited {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 

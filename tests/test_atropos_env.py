@@ -33,8 +33,20 @@ def tokenizer(tmp_path_factory):
 
 def env_run(script: Path, mode: str, cwd: Path, url: str, tok: Path, *extra: str, timeout: int = 240):
     env = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, str(script), mode, "--env.use_wandb", "false", "--env.tokenizer_name", str(tok),
-           "--openai.base_url", url, "--openai.model_name", "stub", *extra]
+    cmd = [
+        sys.executable,
+        str(script),
+        mode,
+        "--env.use_wandb",
+        "false",
+        "--env.tokenizer_name",
+        str(tok),
+        "--openai.base_url",
+        url,
+        "--openai.model_name",
+        "stub",
+        *extra,
+    ]
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return done
@@ -49,8 +61,21 @@ def test_process_writes_groups_of_int_tokens_with_masked_prompts_and_spread(tmp_
 
     pairs = write_pairs(tmp_path / "pairs.jsonl")
     out = tmp_path / "out" / "groups.jsonl"
-    env_run(ENV_SCRIPT, "process", tmp_path, stub, tokenizer, "--env.pairs_path", str(pairs),
-            "--env.total_steps", "3", "--env.group_size", "4", "--env.data_path_to_save_groups", str(out))
+    env_run(
+        ENV_SCRIPT,
+        "process",
+        tmp_path,
+        stub,
+        tokenizer,
+        "--env.pairs_path",
+        str(pairs),
+        "--env.total_steps",
+        "3",
+        "--env.group_size",
+        "4",
+        "--env.data_path_to_save_groups",
+        str(out),
+    )
     groups = read_jsonl(out)
     assert len(groups) == 3
     assert out.with_suffix(".html").is_file()
@@ -60,13 +85,14 @@ def test_process_writes_groups_of_int_tokens_with_masked_prompts_and_spread(tmp_
         assert len(group["tokens"]) == len(group["masks"]) == len(group["scores"]) == 4
         assert len(set(group["scores"])) > 1
         assert abs(sum(group["scores"])) < 1e-6  # mean-centred
-        for tokens, masks, messages in zip(group["tokens"], group["masks"], group["messages"]):
+        for tokens, masks, messages in zip(group["tokens"], group["masks"], group["messages"], strict=False):
             assert all(type(t) is int for t in tokens) and len(masks) == len(tokens)
-            prompt = tok.apply_chat_template(messages[:-1], tokenize=True, add_generation_prompt=True,
-                                             return_dict=False)
-            assert tokens[:len(prompt)] == prompt
-            assert masks[:len(prompt)] == [-100] * len(prompt)
-            assert masks[len(prompt):] == tokens[len(prompt):]
+            prompt = tok.apply_chat_template(
+                messages[:-1], tokenize=True, add_generation_prompt=True, return_dict=False
+            )
+            assert tokens[: len(prompt)] == prompt
+            assert masks[: len(prompt)] == [-100] * len(prompt)
+            assert masks[len(prompt) :] == tokens[len(prompt) :]
             assert messages[0]["content"] in prompts and prompts[messages[0]["content"]]["split"] == "train"
         # the canned answer equal to the accepted one is ranked first whenever it is in the group
         texts = [m[-1]["content"] for m in group["messages"]]
@@ -85,12 +111,24 @@ def test_exported_folder_runs_evaluate_on_its_own(tmp_path, stub, tokenizer):
     assert (folder / "reward.py").read_bytes() == (ROOT / "envs" / "atropos" / "reward.py").read_bytes()
     elsewhere = tmp_path / "elsewhere"  # no repo on the path: only the folder's own files
     elsewhere.mkdir()
-    env_run(folder / "ichor_env.py", "evaluate", elsewhere, stub, tokenizer,
-            "--env.data_dir_to_save_evals", str(tmp_path / "eval"))
+    env_run(
+        folder / "ichor_env.py",
+        "evaluate",
+        elsewhere,
+        stub,
+        tokenizer,
+        "--env.data_dir_to_save_evals",
+        str(tmp_path / "eval"),
+    )
     metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())["results"]["all"]
     assert metrics["eval/pairs"] == 1
-    for key in ("eval/reward_pairwise_accuracy", "eval/baseline_string_similarity_accuracy",
-                "eval/win_rate_vs_rejected", "eval/accuracy_embedding", "eval/accuracy_preference"):
+    for key in (
+        "eval/reward_pairwise_accuracy",
+        "eval/baseline_string_similarity_accuracy",
+        "eval/win_rate_vs_rejected",
+        "eval/accuracy_embedding",
+        "eval/accuracy_preference",
+    ):
         assert 0.0 <= metrics[key] <= 1.0
     samples = read_jsonl(tmp_path / "eval" / "samples.jsonl")
     assert len(samples) == 1 and samples[0]["uid"] == "p4"
@@ -133,22 +171,62 @@ def test_serve_through_run_api_reaches_a_fake_trainer(tmp_path, stub, tokenizer)
     port = free_port()
     api_url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    api = subprocess.Popen([str(BIN / "run-api"), "--host", "127.0.0.1", "--port", str(port)], cwd=tmp_path, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    api = subprocess.Popen(
+        [str(BIN / "run-api"), "--host", "127.0.0.1", "--port", str(port)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     serve = None
     try:
         _wait_http(f"{api_url}/status", api)
-        _post(f"{api_url}/register", {"wandb_group": "ichor", "wandb_project": "ichor", "batch_size": 4,
-                                      "max_token_len": 2048, "checkpoint_dir": str(tmp_path / "ckpt"),
-                                      "save_checkpoint_interval": 100, "starting_step": 0, "num_steps": 10})
+        _post(
+            f"{api_url}/register",
+            {
+                "wandb_group": "ichor",
+                "wandb_project": "ichor",
+                "batch_size": 4,
+                "max_token_len": 2048,
+                "checkpoint_dir": str(tmp_path / "ckpt"),
+                "save_checkpoint_interval": 100,
+                "starting_step": 0,
+                "num_steps": 10,
+            },
+        )
         _get(f"{api_url}/batch")  # the env only registers once a trainer has asked for a batch
         log = (tmp_path / "serve.log").open("w")
         serve = subprocess.Popen(
-            [sys.executable, str(ENV_SCRIPT), "serve", "--env.use_wandb", "false", "--env.tokenizer_name",
-             str(tokenizer), "--env.pairs_path", str(pairs), "--env.rollout_server_url", api_url,
-             "--env.group_size", "4", "--env.total_steps", "10", "--env.steps_per_eval", "0",
-             "--openai.base_url", stub, "--openai.model_name", "stub"],
-            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                sys.executable,
+                str(ENV_SCRIPT),
+                "serve",
+                "--env.use_wandb",
+                "false",
+                "--env.tokenizer_name",
+                str(tokenizer),
+                "--env.pairs_path",
+                str(pairs),
+                "--env.rollout_server_url",
+                api_url,
+                "--env.group_size",
+                "4",
+                "--env.total_steps",
+                "10",
+                "--env.steps_per_eval",
+                "0",
+                "--openai.base_url",
+                stub,
+                "--openai.model_name",
+                "stub",
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         batch, deadline = None, time.monotonic() + 150
         while batch is None and time.monotonic() < deadline:
             assert serve.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
@@ -186,8 +264,9 @@ def test_rl_stage_stops_its_server_when_the_env_fails(tmp_path, monkeypatch):
     started = {}
 
     def fake_serve(model_dir, port, log, timeout):  # a stand-in server process with a child of its own
-        proc = subprocess.Popen(["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         started["proc"], started["child"] = proc, int(proc.stdout.readline())
         return proc
 

@@ -18,13 +18,20 @@ def scratch_repo(tmp_path: Path) -> Path:
     (root / "bench" / "bench_broken.py").write_text('raise SystemExit("broken on purpose: no peer installed")\n')
     (root / "docs").mkdir()
     (root / "docs" / "benchmarks.md").write_text(
-        "# old\n\n<!-- manual:begin gpu -->\n## GPU\n\n412 tokens/s on one H200, bf16\n<!-- manual:end gpu -->\n")
+        "# old\n\n<!-- manual:begin gpu -->\n## GPU\n\n412 tokens/s on one H200, bf16\n<!-- manual:end gpu -->\n"
+    )
     return root
 
 
 def run(root: Path, *args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bench.run", *args], cwd=root, capture_output=True, text=True,
-                          timeout=300, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{root}:{REPO}"})
+    return subprocess.run(
+        [sys.executable, "-m", "bench.run", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{root}:{REPO}"},
+    )
 
 
 def test_run_reports_failures_keeps_going_and_keeps_manual_sections(tmp_path):

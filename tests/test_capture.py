@@ -44,8 +44,11 @@ def test_retry_same_message_history_not_grown():
     got = two_turns(tracker, history("a", "1", ASK, "ls"), history("a", "1", ASK, "ls -la"))
     assert got is not None and got.pair.kind == "retry"
     assert (got.pair.rejected, got.pair.accepted) == ("ls", "ls -la")
-    assert got.pair.prompt == [{"role": "user", "content": "a"}, {"role": "assistant", "content": "1"},
-                               {"role": "user", "content": ASK}]
+    assert got.pair.prompt == [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "1"},
+        {"role": "user", "content": ASK},
+    ]
 
 
 def test_undo_then_new_ask_pairs_undone_answer():
@@ -72,8 +75,15 @@ def test_two_exchanges_rolled_back_make_no_pair():
 def test_unchanged_answer_makes_no_pair():
     tracker = Tracker()
     assert two_turns(tracker, history(ASK, "ls"), history(ASK, "ls", CORRECTION, "  ls ")) is None
-    assert tracker.observe(turn(history(ASK, "ls", CORRECTION, "  ls ")[:-2] + [
-        {"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls"}])) is None
+    assert (
+        tracker.observe(
+            turn(
+                history(ASK, "ls", CORRECTION, "  ls ")[:-2]
+                + [{"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls"}]
+            )
+        )
+        is None
+    )
 
 
 def test_background_platforms_are_ignored():
@@ -96,10 +106,15 @@ def test_sessions_are_independent_and_forgotten():
 
 def test_tool_calls_and_multimodal_content_are_read_as_text():
     tracker = Tracker()
-    first = history(ASK) + [{"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
-                            {"role": "tool", "content": "a.txt b.txt"}, {"role": "assistant", "content": "ls"}]
-    second = first + [{"role": "user", "content": [{"type": "text", "text": CORRECTION}]},
-                      {"role": "assistant", "content": "ls -lhS"}]
+    first = history(ASK) + [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "1"}]},
+        {"role": "tool", "content": "a.txt b.txt"},
+        {"role": "assistant", "content": "ls"},
+    ]
+    second = first + [
+        {"role": "user", "content": [{"type": "text", "text": CORRECTION}]},
+        {"role": "assistant", "content": "ls -lhS"},
+    ]
     assert tracker.observe(Turn("s", "cli", ASK, "ls", first)) is None
     got = tracker.observe(Turn("s", "cli", [{"type": "text", "text": CORRECTION}], "ls -lhS", second))
     assert got is not None and got.pair.prompt == [{"role": "user", "content": ASK}]
@@ -109,8 +124,10 @@ def test_pairs_are_scrubbed_and_cut():
     tracker = Tracker()
     key = "sk-" + "a1B2c3D4e5" * 4
     first = history(f"deploy with my key {key}", "x" * (MAX_CHARS + 500))
-    second = first + [{"role": "user", "content": "no, that's wrong, write to /home/alice/notes.txt"},
-                      {"role": "assistant", "content": "done"}]
+    second = first + [
+        {"role": "user", "content": "no, that's wrong, write to /home/alice/notes.txt"},
+        {"role": "assistant", "content": "done"},
+    ]
     assert tracker.observe(turn(first)) is None
     pair = tracker.observe(turn(second)).pair
     assert key not in pair.prompt[0]["content"] and "alice" not in pair.user_said

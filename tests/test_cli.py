@@ -26,17 +26,29 @@ def test_status_json_has_the_agreed_shape(home, capsys, monkeypatch):
     seed(2)
     code, out, _ = run(capsys, monkeypatch, "status", "--json")
     assert code == 0
-    assert json.loads(out) == {"pending": 2, "kept": 0, "shared": 0, "uploaded": 0,
-                               "top_labels": [["wrong package manager", 2]]}
+    assert json.loads(out) == {
+        "pending": 2,
+        "kept": 0,
+        "shared": 0,
+        "uploaded": 0,
+        "top_labels": [["wrong package manager", 2]],
+    }
 
 
 def test_review_json_is_null_then_the_oldest_pending_pair(home, capsys, monkeypatch):
     assert json.loads(run(capsys, monkeypatch, "review", "--json")[1]) is None
     first, _ = seed(2, scrubbed={"email": 1})
     data = json.loads(run(capsys, monkeypatch, "review", "--json")[1])
-    assert data == {"id": first.id, "kind": "correction", "label": "wrong package manager",
-                    "user_said": "no, use pnpm", "prompt": first.prompt, "rejected": first.rejected,
-                    "accepted": first.accepted, "scrubbed": {"email": 1}}
+    assert data == {
+        "id": first.id,
+        "kind": "correction",
+        "label": "wrong package manager",
+        "user_said": "no, use pnpm",
+        "prompt": first.prompt,
+        "rejected": first.rejected,
+        "accepted": first.accepted,
+        "scrubbed": {"email": 1},
+    }
 
 
 def test_review_prints_a_card(home, capsys, monkeypatch):
@@ -54,14 +66,17 @@ def test_keep_share_discard_change_the_status(home, capsys, monkeypatch):
         assert store.counts() == {"pending": 0, "kept": 1, "shared": 1, "uploaded": 0}
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["keep", "42"], "no pair with id 42"),
-    (["keep", "abc"], "not a pair id"),
-    (["discard", "0"], "not a pair id"),
-    (["set", "repo", "../etc"], "invalid repository name"),
-    (["set", "sideways"], "usage: set"),
-    (["forget-all"], "confirm with: forget-all yes"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["keep", "42"], "no pair with id 42"),
+        (["keep", "abc"], "not a pair id"),
+        (["discard", "0"], "not a pair id"),
+        (["set", "repo", "../etc"], "invalid repository name"),
+        (["set", "sideways"], "usage: set"),
+        (["forget-all"], "confirm with: forget-all yes"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(home, capsys, monkeypatch, argv, message):
     seed(1)
     code, out, err = run(capsys, monkeypatch, *argv)
@@ -113,10 +128,20 @@ def test_export_writes_trl_and_atropos_files(home, tmp_path, capsys, monkeypatch
 
 def test_detect_reads_and_writes_json_lines(capsys, monkeypatch):
     lines = [
-        {"id": "a", "prev_user": "install deps", "prev_assistant": "npm install", "user": "no, use pnpm instead",
-         "assistant": "You're right: pnpm install"},
-        {"id": 7, "prev_user": "list files", "prev_assistant": "ls -la", "user": "thanks, perfect!",
-         "assistant": "Glad it helped."},
+        {
+            "id": "a",
+            "prev_user": "install deps",
+            "prev_assistant": "npm install",
+            "user": "no, use pnpm instead",
+            "assistant": "You're right: pnpm install",
+        },
+        {
+            "id": 7,
+            "prev_user": "list files",
+            "prev_assistant": "ls -la",
+            "user": "thanks, perfect!",
+            "assistant": "Glad it helped.",
+        },
     ]
     code, out, _ = run(capsys, monkeypatch, "detect", stdin="\n".join(json.dumps(x) for x in lines) + "\n")
     rows = [json.loads(x) for x in out.splitlines()]
@@ -126,11 +151,14 @@ def test_detect_reads_and_writes_json_lines(capsys, monkeypatch):
     assert rows[1] == {"id": 7, "is_correction": False, "kind": "none", "label": None}
 
 
-@pytest.mark.parametrize("stdin, message", [
-    ('{"user": "x"}\nnot json\n', "stdin line 2: not valid JSON"),
-    ('[1, 2]\n', "stdin line 1: expected a JSON object"),
-    ('{"user": 5}\n', "stdin line 1: field 'user' must be a string"),
-])
+@pytest.mark.parametrize(
+    "stdin, message",
+    [
+        ('{"user": "x"}\nnot json\n', "stdin line 2: not valid JSON"),
+        ("[1, 2]\n", "stdin line 1: expected a JSON object"),
+        ('{"user": 5}\n', "stdin line 1: field 'user' must be a string"),
+    ],
+)
 def test_detect_names_the_bad_line(capsys, monkeypatch, stdin, message):
     code, _, err = run(capsys, monkeypatch, "detect", stdin=stdin)
     assert code == 2 and message in err and err.count("\n") == 1
@@ -141,8 +169,9 @@ def test_scrub_plain_and_jsonl(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "scrub", stdin=f"mail {email} now")
     data = json.loads(out)
     assert code == 0 and email not in data["text"] and data["removed"] == {"email": 1}
-    code, out, _ = run(capsys, monkeypatch, "scrub", "--jsonl",
-                       stdin=json.dumps({"id": 3, "text": f"to {email}"}) + "\n")
+    code, out, _ = run(
+        capsys, monkeypatch, "scrub", "--jsonl", stdin=json.dumps({"id": 3, "text": f"to {email}"}) + "\n"
+    )
     row = json.loads(out)
     assert row["id"] == 3 and email not in row["text"] and row["removed"] == {"email": 1}
 
@@ -150,10 +179,22 @@ def test_scrub_plain_and_jsonl(capsys, monkeypatch):
 def test_eval_reports_precision_recall_with_intervals(tmp_path, capsys, monkeypatch):
     windows = tmp_path / "windows.jsonl"
     rows = [
-        {"prev_user": "install deps", "prev_assistant": "npm install", "user": "no, use pnpm instead of npm",
-         "assistant": "You're right, pnpm install", "is_correction": True, "kind": "correction"},
-        {"prev_user": "list files", "prev_assistant": "ls", "user": "thanks, that worked",
-         "assistant": "Great!", "is_correction": False, "kind": "none"},
+        {
+            "prev_user": "install deps",
+            "prev_assistant": "npm install",
+            "user": "no, use pnpm instead of npm",
+            "assistant": "You're right, pnpm install",
+            "is_correction": True,
+            "kind": "correction",
+        },
+        {
+            "prev_user": "list files",
+            "prev_assistant": "ls",
+            "user": "thanks, that worked",
+            "assistant": "Great!",
+            "is_correction": False,
+            "kind": "none",
+        },
     ]
     windows.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     code, out, _ = run(capsys, monkeypatch, "eval", str(windows), "--json")
@@ -174,6 +215,19 @@ def test_eval_rejects_a_bad_file(tmp_path, capsys, monkeypatch):
 
 def test_console_script_help_explains_every_command():
     out = subprocess.run([sys.executable, "-m", "ichor.cli", "--help"], capture_output=True, text=True, check=True)
-    for command in ("status", "review", "keep", "share", "discard", "export", "set", "off", "on", "forget-all",
-                    "detect", "scrub", "eval"):
+    for command in (
+        "status",
+        "review",
+        "keep",
+        "share",
+        "discard",
+        "export",
+        "set",
+        "off",
+        "on",
+        "forget-all",
+        "detect",
+        "scrub",
+        "eval",
+    ):
         assert command in out.stdout

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from ichor import detect as D
 from ichor.detect import MAX_CHARS, Detection, detect, mistake_label
 
-CODE_ANSWER = "I updated `parser.py` so that `load_config()` reads the TOML file.\n```python\ndef load_config(): ...\n```"
+CODE_ANSWER = (
+    "I updated `parser.py` so that `load_config()` reads the TOML file.\n```python\ndef load_config(): ...\n```"
+)
 NEW_ANSWER = "Here is the change you asked for."
 
 
@@ -50,7 +52,7 @@ def test_short_redirects_are_corrections():
 
 
 def test_pasted_error_naming_the_changed_code_is_a_correction():
-    user = "Traceback (most recent call last):\n  File \"parser.py\", line 3, in load_config\nNameError: toml"
+    user = 'Traceback (most recent call last):\n  File "parser.py", line 3, in load_config\nNameError: toml'
     got = kind(user)
     assert got.kind == "correction"
     assert "failure" in got.layers
@@ -126,7 +128,9 @@ def test_positive_has_a_short_label():
 
 
 def test_identical_resend_is_a_retry_whitespace_and_case_aside():
-    got = detect("Fix the login bug", "Try clearing the cache.", "  fix the   LOGIN bug \n", "Let me check the session code.")
+    got = detect(
+        "Fix the login bug", "Try clearing the cache.", "  fix the   LOGIN bug \n", "Let me check the session code."
+    )
     assert got.kind == "retry"
     assert got.label == "identical re-send"
     assert got.is_correction
@@ -196,7 +200,9 @@ def test_long_new_block_or_restatement_without_an_edit_is_not_restated():
     assert "restated" not in got.layers
     assert got.kind == "none"
     # the same restatement after a plain-text answer (nothing was edited) is not judged by this rule
-    got = detect(LONG_SPEC, "Rounding to cents is a good idea; the ISO format is common.", LONG_SPEC + " Thanks.", "Ok.")
+    got = detect(
+        LONG_SPEC, "Rounding to cents is a good idea; the ISO format is common.", LONG_SPEC + " Thanks.", "Ok."
+    )
     assert "restated" not in got.layers
 
 
@@ -213,7 +219,11 @@ def test_claim_echoed_back_as_a_question_is_a_dispute():
 
 def test_ordinary_questions_are_not_disputes():
     prev = "Look for Venus, the largest planet, low in the west after sunset."
-    for user in ("is Venus visible without a telescope?", "what time does the sun set tonight?", "the moon is full tonight?"):
+    for user in (
+        "is Venus visible without a telescope?",
+        "what time does the sun set tonight?",
+        "the moon is full tonight?",
+    ):
         got = detect("which planet should I look for tonight?", prev, user, "Yes.")
         assert "dispute" not in got.layers, user
 
@@ -275,7 +285,9 @@ HOSTILE = {
     "no": "no " * 20000,
     "punct": "!?.,;:" * 9000,
     "nested": "((((" * 12500,
-    "trace": ("Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\nValueError: at a:1\n' * 800)[:50000],
+    "trace": ("Traceback (most recent call last):\n" + '  File "x.py", line 1, in f\nValueError: at a:1\n' * 800)[
+        :50000
+    ],
     "idents": "a_b.c " * 10000,
     "cjk": "仍然错误" * 12500,
 }
@@ -322,14 +334,17 @@ def test_shipped_weights_load_and_carry_a_threshold():
     assert on_disk["weights"] == model["weights"]
 
 
-@pytest.mark.parametrize("user, label", [
-    ("no, use pnpm", "wrong package manager"),
-    ("use yarn instead of npm here", "wrong package manager"),
-    ("no, write it in rust instead", "wrong language"),
-    ("use python 3.12 please", "wrong version"),
-    ("add the --force flag", "missing option"),
-    ("no, make it human readable and sorted by size", "wanted human readable"),
-    ("you forgot the reverse flag", "missing reverse flag"),
-])
+@pytest.mark.parametrize(
+    "user, label",
+    [
+        ("no, use pnpm", "wrong package manager"),
+        ("use yarn instead of npm here", "wrong package manager"),
+        ("no, write it in rust instead", "wrong language"),
+        ("use python 3.12 please", "wrong version"),
+        ("add the --force flag", "missing option"),
+        ("no, make it human readable and sorted by size", "wanted human readable"),
+        ("you forgot the reverse flag", "missing reverse flag"),
+    ],
+)
 def test_labels_name_the_kind_of_mistake_from_the_users_words(user, label):
     assert mistake_label(user, "") == label

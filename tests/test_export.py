@@ -4,25 +4,42 @@ import stat
 
 import pytest
 
-from ichor.export import (ExportConfig, ExportError, load_records, split_of, strip_acknowledgement, to_dpo_row,
-                          write_export)
+from ichor.export import (
+    ExportConfig,
+    ExportError,
+    load_records,
+    split_of,
+    strip_acknowledgement,
+    to_dpo_row,
+    write_export,
+)
 
 
 def record(n, **overrides):
-    rec = {"uid": f"u{n}", "kind": "correction", "label": "wrong flag", "user_said": "no",
-           "prompt": [{"role": "user", "content": f"question {n}"}], "rejected": f"bad {n}", "accepted": f"good {n}"}
+    rec = {
+        "uid": f"u{n}",
+        "kind": "correction",
+        "label": "wrong flag",
+        "user_said": "no",
+        "prompt": [{"role": "user", "content": f"question {n}"}],
+        "rejected": f"bad {n}",
+        "accepted": f"good {n}",
+    }
     rec.update(overrides)
     return rec
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("You're right, sorry! Use `pnpm install` instead.", "Use `pnpm install` instead."),
-    ("My apologies. I misread the question. The flag is -h.", "The flag is -h."),
-    ("Good catch — here is the fix", "Here is the fix"),
-    ("Right-click the file.", "Right-click the file."),
-    ("Sorting works like this.", "Sorting works like this."),
-    ("You're right.", "You're right."),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("You're right, sorry! Use `pnpm install` instead.", "Use `pnpm install` instead."),
+        ("My apologies. I misread the question. The flag is -h.", "The flag is -h."),
+        ("Good catch — here is the fix", "Here is the fix"),
+        ("Right-click the file.", "Right-click the file."),
+        ("Sorting works like this.", "Sorting works like this."),
+        ("You're right.", "You're right."),
+    ],
+)
 def test_strip_acknowledgement_keeps_the_content(text, expected):
     assert strip_acknowledgement(text) == expected
 
@@ -58,13 +75,19 @@ def test_write_export_streams_every_file_privately(tmp_path):
     assert stat.S_IMODE(os.stat(out / "dpo.jsonl").st_mode) == 0o600
 
 
-@pytest.mark.parametrize("content, message", [
-    (b'{"uid": "a"}\n', "missing field(s) prompt, rejected, accepted"),
-    (b"not json\n", ":1: not valid JSON"),
-    (b"[" * 50000 + b"\n", "nested too deeply"),
-    (b"\xff\xfe\n", "not UTF-8 text"),
-    (json.dumps(record(1, prompt=[{"role": "assistant", "content": "x"}])).encode() + b"\n", "must end with the user"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b'{"uid": "a"}\n', "missing field(s) prompt, rejected, accepted"),
+        (b"not json\n", ":1: not valid JSON"),
+        (b"[" * 50000 + b"\n", "nested too deeply"),
+        (b"\xff\xfe\n", "not UTF-8 text"),
+        (
+            json.dumps(record(1, prompt=[{"role": "assistant", "content": "x"}])).encode() + b"\n",
+            "must end with the user",
+        ),
+    ],
+)
 def test_load_records_names_the_bad_input(tmp_path, content, message):
     bad = tmp_path / "pairs.jsonl"
     bad.write_bytes(content)

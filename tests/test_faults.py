@@ -13,7 +13,8 @@ import pytest
 from conftest import new_pair
 from fault_scenarios import CORRUPT_BYTES, run_fault_scenario
 
-from ichor import paths, store as store_module
+from ichor import paths
+from ichor import store as store_module
 from ichor.store import Store, StoreError
 
 ASK = "list the files in this folder, largest first"
@@ -37,8 +38,11 @@ def assert_one_clear_line(lines, *words):
 
 
 def pairs_of(report, session_id=None):
-    return [(p["status"], p["rejected"], p["accepted"]) for p in report["pairs"]
-            if session_id is None or p["session_id"] != "before"]
+    return [
+        (p["status"], p["rejected"], p["accepted"])
+        for p in report["pairs"]
+        if session_id is None or p["session_id"] != "before"
+    ]
 
 
 def test_read_only_home_costs_the_pair_not_the_turn(tmp_path):
@@ -84,6 +88,7 @@ def test_corrupt_database_is_moved_aside_and_capture_carries_on(tmp_path):
 
 # ------------------------------------------------------- store-level faults the loop can't reach
 
+
 def test_sqlite_operational_errors_never_move_a_healthy_database_aside(store, monkeypatch):
     store.set_status(store.add_pair(new_pair(1)).id, "kept")
     store.close()
@@ -96,8 +101,10 @@ def test_sqlite_operational_errors_never_move_a_healthy_database_aside(store, mo
         patch.setattr(store_module, "migrate", disk_full)
         with pytest.raises(StoreError, match="disk is full"):
             Store.open()
-    assert sorted(p.name for p in store.path.parent.glob("ichor.db*")) in (["ichor.db"], ["ichor.db", "ichor.db-wal",
-                                                                            "ichor.db-shm"])
+    assert sorted(p.name for p in store.path.parent.glob("ichor.db*")) in (
+        ["ichor.db"],
+        ["ichor.db", "ichor.db-wal", "ichor.db-shm"],
+    )
     assert store.path.read_bytes() == before
     with Store.open() as again:
         assert again.counts()["kept"] == 1

@@ -42,6 +42,7 @@ def reachable_by_others(path: Path, root: Path) -> bool:
 
 # --------------------------------------------------------------------------- file and folder modes
 
+
 def test_database_and_its_wal_files_are_0600_in_a_0700_folder(usual_umask, store):
     store.add_pair(new_pair(1))  # a write, so SQLite has created the -wal and -shm files
     for suffix in ("", "-wal", "-shm"):
@@ -100,10 +101,17 @@ SQL_WRAPPERS = {"_write", "_read"}
 
 def _placeholder_join(node) -> bool:
     """``",".join("?" * n)``: a run of bare placeholders."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
-            and isinstance(node.func.value, ast.Constant) and len(node.args) == 1
-            and isinstance(node.args[0], ast.BinOp) and isinstance(node.args[0].op, ast.Mult)
-            and isinstance(node.args[0].left, ast.Constant) and node.args[0].left.value == "?")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "join"
+        and isinstance(node.func.value, ast.Constant)
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.BinOp)
+        and isinstance(node.args[0].op, ast.Mult)
+        and isinstance(node.args[0].left, ast.Constant)
+        and node.args[0].left.value == "?"
+    )
 
 
 def _safe_names(tree: ast.Module, func: ast.AST | None) -> set[str]:
@@ -125,11 +133,18 @@ def _sql_problem(arg, tree, func) -> str | None:
     if isinstance(arg, ast.JoinedStr):
         safe = _safe_names(tree, func)
         for part in arg.values:
-            if isinstance(part, ast.FormattedValue) and not (isinstance(part.value, ast.Name) and part.value.id in safe):
+            if isinstance(part, ast.FormattedValue) and not (
+                isinstance(part.value, ast.Name) and part.value.id in safe
+            ):
                 return f"f-string interpolates {ast.unparse(part.value)!r}"
         return None
-    if (isinstance(arg, ast.Name) and arg.id == "sql" and isinstance(func, ast.FunctionDef)
-            and func.name in SQL_WRAPPERS and "sql" in [a.arg for a in func.args.args]):
+    if (
+        isinstance(arg, ast.Name)
+        and arg.id == "sql"
+        and isinstance(func, ast.FunctionDef)
+        and func.name in SQL_WRAPPERS
+        and "sql" in [a.arg for a in func.args.args]
+    ):
         return None
     return f"SQL built as {type(arg).__name__}: {ast.unparse(arg)[:80]!r}"
 
@@ -143,8 +158,12 @@ def sql_violations(source: str, filename: str = "<src>") -> list[str]:
     def visit(node, func):
         for child in ast.iter_child_nodes(node):
             scope = child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else func
-            if (isinstance(child, ast.Call) and isinstance(child.func, ast.Attribute)
-                    and child.func.attr in SQL_SINKS and child.args):
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Attribute)
+                and child.func.attr in SQL_SINKS
+                and child.args
+            ):
                 problem = _sql_problem(child.args[0], tree, func)
                 if problem:
                     problems.append(f"{filename}:{child.lineno}: {problem}")
@@ -162,7 +181,7 @@ def test_every_sql_statement_in_ichor_is_parameterised():
 
 
 def test_the_sql_rule_catches_built_statements():
-    bad = '''
+    bad = """
 _COLUMNS = "id, uid"
 def f(db, uid, table, ids):
     db.execute(f"SELECT * FROM pairs WHERE uid = '{uid}'")
@@ -175,8 +194,8 @@ def f(db, uid, table, ids):
     db.execute(f"SELECT 1 WHERE id IN ({marks})")
     sql = "SELECT 1"
     db.execute(sql)
-'''
-    good = '''
+"""
+    good = """
 _COLUMNS = "id, uid"
 def g(db, ids):
     marks = ",".join("?" * len(ids))
@@ -184,15 +203,17 @@ def g(db, ids):
     db.execute("SELECT 1 WHERE ? = ?", (1, 1))
 def _write(self, sql, params=()):
     self._db.execute(sql, params)
-'''
+"""
     assert len(sql_violations(bad)) == 7
     assert sql_violations(good) == []
 
 
 # ------------------------------------------------------------------------------ path escapes
 
-@pytest.mark.parametrize("uid", ["../x", "..", "a/b", "/etc/passwd", "a\\b", "", ".", "a.b", "a b", "a\x00b",
-                                 "~root", "C:evil"])
+
+@pytest.mark.parametrize(
+    "uid", ["../x", "..", "a/b", "/etc/passwd", "a\\b", "", ".", "a.b", "a b", "a\x00b", "~root", "C:evil"]
+)
 def test_data_file_refuses_uids_that_could_leave_the_folder(store, uid):
     with pytest.raises(StoreError):
         store.data_file(uid)
@@ -208,13 +229,23 @@ def test_accepted_uids_stay_inside_the_data_folder(store):
 def test_export_writes_only_its_four_files_inside_its_folder(tmp_path):
     out = tmp_path / "sandbox" / "export"
     out.mkdir(parents=True)
-    hostile = {"uid": "../../../escape", "kind": "../k", "label": "/etc/passwd",
-               "prompt": [{"role": "user", "content": "../../x"}], "rejected": "a", "accepted": "b"}
+    hostile = {
+        "uid": "../../../escape",
+        "kind": "../k",
+        "label": "/etc/passwd",
+        "prompt": [{"role": "user", "content": "../../x"}],
+        "rejected": "a",
+        "accepted": "b",
+    }
     counts = write_export([hostile], out, ExportConfig(eval_fraction=0.5))
     assert counts["pairs"] == 1
     everything = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
-    assert everything == ["sandbox/export/atropos/pairs.jsonl", "sandbox/export/dpo.jsonl",
-                          "sandbox/export/dpo_eval.jsonl", "sandbox/export/dpo_train.jsonl"]
+    assert everything == [
+        "sandbox/export/atropos/pairs.jsonl",
+        "sandbox/export/dpo.jsonl",
+        "sandbox/export/dpo_eval.jsonl",
+        "sandbox/export/dpo_train.jsonl",
+    ]
 
 
 def test_a_tampered_uid_in_the_database_cannot_write_outside(store, tmp_path):
@@ -233,6 +264,7 @@ def test_a_tampered_uid_in_the_database_cannot_write_outside(store, tmp_path):
 
 # --------------------------------------------------------------------------- the HF token
 
+
 def test_the_hf_token_is_never_written_anywhere(home, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HF_TOKEN", FAKE_TOKEN)
     monkeypatch.setenv("HUGGING_FACE_HUB_TOKEN", FAKE_TOKEN)
@@ -240,9 +272,21 @@ def test_the_hf_token_is_never_written_anywhere(home, tmp_path, monkeypatch, cap
     with Store.open() as store:
         ids = [store.add_pair(new_pair(n, user_said=f"no, use pnpm {n}")).id for n in range(3)]
     out_dir = tmp_path / "out"
-    runs = [["status"], ["status", "--json"], ["review"], ["review", "--json"], ["keep", str(ids[0])],
-            ["share", str(ids[1])], ["set", "repo", "me/ichor-pairs"], ["set", "private"], ["off", "--global"],
-            ["on", "--global"], ["export"], ["export", "--out", str(out_dir)], ["discard", str(ids[2])]]
+    runs = [
+        ["status"],
+        ["status", "--json"],
+        ["review"],
+        ["review", "--json"],
+        ["keep", str(ids[0])],
+        ["share", str(ids[1])],
+        ["set", "repo", "me/ichor-pairs"],
+        ["set", "private"],
+        ["off", "--global"],
+        ["on", "--global"],
+        ["export"],
+        ["export", "--out", str(out_dir)],
+        ["discard", str(ids[2])],
+    ]
     for argv in runs:
         assert main(argv) == 0, argv
     printed = capsys.readouterr()

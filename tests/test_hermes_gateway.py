@@ -36,15 +36,21 @@ def test_card_is_sent_and_k_in_a_dm_is_claimed(tmp_path):
     assert CORRECTION in card["text"] and "reply k keep · s share · d discard" in card["text"]
     assert "\nls -S\n" in card["text"] and "\nls -lhS\n" in card["text"]
     assert claim["reached_model"] is False and claim["sent"] == []
-    assert report["edits"] == [{"chat_id": "chat-1", "message_id": card["message_id"],
-                                "text": "ichor · pair #1 kept (private)"}]
+    assert report["edits"] == [
+        {"chat_id": "chat-1", "message_id": card["message_id"], "text": "ichor · pair #1 kept (private)"}
+    ]
     assert [(p["id"], p["status"]) for p in report["pairs"]] == [(1, "kept")]
     assert report["open_cards"] == 0
 
 
 def test_k_in_a_group_reaches_the_agent(tmp_path):
-    report = gateway(tmp_path, [*ask_and_correct(chat="group-1", chat_type="group"),
-                                {"text": "k", "reply": "ok", "chat": "group-1", "chat_type": "group"}])
+    report = gateway(
+        tmp_path,
+        [
+            *ask_and_correct(chat="group-1", chat_type="group"),
+            {"text": "k", "reply": "ok", "chat": "group-1", "chat_type": "group"},
+        ],
+    )
     [card] = cards(report)
     assert "/ichor keep 1 · share 1 · discard 1" in card["text"]  # no one-letter replies in groups
     assert report["events"][2]["reached_model"] is True
@@ -59,16 +65,21 @@ def test_k_after_the_window_reaches_the_agent(tmp_path):
 
 
 def test_k_with_two_cards_open_reaches_the_agent(tmp_path):
-    report = gateway(tmp_path, [*ask_and_correct("chat-1"), *ask_and_correct("chat-2"),
-                                {"text": "k", "reply": "ok", "chat": "chat-2"}])
+    report = gateway(
+        tmp_path,
+        [*ask_and_correct("chat-1"), *ask_and_correct("chat-2"), {"text": "k", "reply": "ok", "chat": "chat-2"}],
+    )
     assert len(cards(report)) == 2
     assert report["events"][4]["reached_model"] is True
     assert [p["status"] for p in report["pairs"]] == ["pending", "pending"]
 
 
 def test_other_text_passes_and_discard_falls_back_to_a_new_message(tmp_path):
-    report = gateway(tmp_path, [*ask_and_correct(), {"text": "keep going", "reply": "sure", "wait": 2},
-                                {"text": "d"}], can_edit=False)
+    report = gateway(
+        tmp_path,
+        [*ask_and_correct(), {"text": "keep going", "reply": "sure", "wait": 2}, {"text": "d"}],
+        can_edit=False,
+    )
     assert report["events"][2]["reached_model"] is True  # not a choice word: the agent gets it
     assert report["events"][3]["reached_model"] is False
     assert report["sent"][-1]["text"] == "ichor · pair #1 discarded" and report["edits"] == []
@@ -76,8 +87,10 @@ def test_other_text_passes_and_discard_falls_back_to_a_new_message(tmp_path):
 
 
 def test_ichor_command_in_a_chat_pauses_only_that_chat(tmp_path):
-    report = gateway(tmp_path, [{"text": "/ichor off", "expect_sent": 1}, *ask_and_correct("chat-1", card=False),
-                                *ask_and_correct("chat-2")])
+    report = gateway(
+        tmp_path,
+        [{"text": "/ichor off", "expect_sent": 1}, *ask_and_correct("chat-1", card=False), *ask_and_correct("chat-2")],
+    )
     assert report["events"][0]["sent"][0]["text"] == "ichor · capture paused in this chat"
     assert report["events"][0]["reached_model"] is False
     assert [p["user_said"] for p in report["pairs"]] == [CORRECTION]
@@ -95,17 +108,22 @@ def test_a_failing_store_never_swallows_the_reply(tmp_path):
 
 
 def test_hermes_retry_undo_and_new_commands(tmp_path):
-    report = gateway(tmp_path, [
-        {"text": "hi", "reply": "Hello!", "expect_sent": 1},
-        {"text": ASK, "reply": "ls", "expect_sent": 1},
-        {"text": "/retry", "reply": "ls -la", "expect_sent": 2},
-        {"text": "/undo", "expect_sent": 1},
-        {"text": "show them biggest first", "reply": "ls -S", "expect_sent": 2},
-        {"text": "/new", "expect_sent": 1},
-        {"text": "and hidden ones?", "reply": "ls -a", "expect_sent": 1},
-    ])
+    report = gateway(
+        tmp_path,
+        [
+            {"text": "hi", "reply": "Hello!", "expect_sent": 1},
+            {"text": ASK, "reply": "ls", "expect_sent": 1},
+            {"text": "/retry", "reply": "ls -la", "expect_sent": 2},
+            {"text": "/undo", "expect_sent": 1},
+            {"text": "show them biggest first", "reply": "ls -S", "expect_sent": 2},
+            {"text": "/new", "expect_sent": 1},
+            {"text": "and hidden ones?", "reply": "ls -a", "expect_sent": 1},
+        ],
+    )
     assert [(p["kind"], p["rejected"], p["accepted"]) for p in report["pairs"]] == [
-        ("retry", "ls", "ls -la"), ("undo", "ls -la", "ls -S")]
+        ("retry", "ls", "ls -la"),
+        ("undo", "ls -la", "ls -S"),
+    ]
     assert report["pairs"][1]["user_said"] == "show them biggest first"
     assert report["pairs"][0]["prompt"][-1] == {"role": "user", "content": ASK}
     assert len(cards(report)) == 2  # nothing after /new

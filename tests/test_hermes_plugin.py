@@ -8,7 +8,6 @@ its ``hermes_agent.plugins`` entry point, enabled by ``plugins.enabled: [ichor]`
 from pathlib import Path
 
 import yaml
-
 from hermes_harness import run_scenario
 
 ASK = "list the files in this folder, largest first"
@@ -29,10 +28,11 @@ def loop(tmp_path, *sessions, **spec):
 
 
 def test_correction_gives_one_pending_pair(tmp_path):
-    report = loop(tmp_path,
-                  session(turn(ASK, "ls -S"), turn(CORRECTION, "ls -lhS"), stream=True),
-                  session(turn(ASK, "du -a"), turn(CORRECTION, "du -ah | sort -rh"),
-                          stream=False, platform="telegram"))
+    report = loop(
+        tmp_path,
+        session(turn(ASK, "ls -S"), turn(CORRECTION, "ls -lhS"), stream=True),
+        session(turn(ASK, "du -a"), turn(CORRECTION, "du -ah | sort -rh"), stream=False, platform="telegram"),
+    )
     assert report["plugin"]["enabled"] and report["plugin"]["source"] == "entrypoint"
     assert report["responses"] == ["ls -S", "ls -lhS", "du -a", "du -ah | sort -rh"]
     assert report["model_calls"] == [True, True, False, False]  # both transports were exercised
@@ -63,31 +63,46 @@ def test_same_message_again_gives_retry_pair(tmp_path):
     report = loop(tmp_path, session(turn("hi", "Hello!"), turn(ASK, "ls"), turn(ASK, "ls -lhS", history="rewind")))
     [pair] = report["pairs"]
     assert (pair["kind"], pair["rejected"], pair["accepted"]) == ("retry", "ls", "ls -lhS")
-    assert pair["prompt"] == [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello!"},
-                              {"role": "user", "content": ASK}]
+    assert pair["prompt"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": ASK},
+    ]
 
 
 def test_undo_then_new_ask_gives_undo_pair(tmp_path):
-    report = loop(tmp_path, session(turn("hi", "Hello!"), turn(ASK, "ls"),
-                                    turn("show sizes too, biggest first", "ls -lhS", history="rewind")))
+    report = loop(
+        tmp_path,
+        session(
+            turn("hi", "Hello!"), turn(ASK, "ls"), turn("show sizes too, biggest first", "ls -lhS", history="rewind")
+        ),
+    )
     [pair] = report["pairs"]
     assert (pair["kind"], pair["rejected"], pair["accepted"]) == ("undo", "ls", "ls -lhS")
     assert pair["user_said"] == "show sizes too, biggest first"
 
 
 def test_heavy_shrink_or_new_session_gives_no_pair(tmp_path):
-    report = loop(tmp_path,
-                  session(turn("a", "1"), turn("b", "2"), turn(ASK, "ls"),
-                          turn("what about hidden files", "ls -a", history="compress")),
-                  session(turn("hi", "Hello!"), turn(ASK, "ls"), turn("hello again", "Hi!", history="new")))
+    report = loop(
+        tmp_path,
+        session(
+            turn("a", "1"),
+            turn("b", "2"),
+            turn(ASK, "ls"),
+            turn("what about hidden files", "ls -a", history="compress"),
+        ),
+        session(turn("hi", "Hello!"), turn(ASK, "ls"), turn("hello again", "Hi!", history="new")),
+    )
     assert len(report["responses"]) == 7
     assert report["pairs"] == []
 
 
 def test_cron_and_subagent_turns_give_no_pair(tmp_path):
-    report = loop(tmp_path,
-                  session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), platform="cron"),
-                  session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), platform="subagent"))
+    report = loop(
+        tmp_path,
+        session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), platform="cron"),
+        session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), platform="subagent"),
+    )
     assert report["responses"][1] == "ls -lhS"
     assert report["pairs"] == [] and report["tracked_sessions"] == 0
 
@@ -104,8 +119,12 @@ def test_session_finalize_drops_session_state(tmp_path):
 
 
 def test_opt_in_model_label_is_one_call_per_pair(tmp_path):
-    report = loop(tmp_path, session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), turn("ok thanks", "You're welcome")),
-                  settings={"llm_labels": True}, reply_when={"Name the kind of mistake": "Ignored sort order."})
+    report = loop(
+        tmp_path,
+        session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), turn("ok thanks", "You're welcome")),
+        settings={"llm_labels": True},
+        reply_when={"Name the kind of mistake": "Ignored sort order."},
+    )
     [pair] = report["pairs"]
     assert pair["label"] == "ignored sort order"
     assert len(report["model_calls"]) == 4  # three turns and one label call
@@ -125,8 +144,14 @@ def test_failures_inside_ichor_never_change_the_turn(tmp_path):
 
 
 def test_ichor_command_through_hermes_registry(tmp_path):
-    report = run_scenario({"kind": "command", "seed": 2, "commands": [
-        "", "review", "keep 1", "discard 2", "set repo my-pairs", "off", "bogus", "on --global"]}, tmp_path / "home")
+    report = run_scenario(
+        {
+            "kind": "command",
+            "seed": 2,
+            "commands": ["", "review", "keep 1", "discard 2", "set repo my-pairs", "off", "bogus", "on --global"],
+        },
+        tmp_path / "home",
+    )
     assert report["has_handler"]
     status, review, keep, discard, repo, off, bogus, on = report["replies"]
     assert "2 pending" in status and "wrong package manager" in status
@@ -146,8 +171,9 @@ def test_ichor_command_with_a_broken_store_answers_one_line(tmp_path):
 
 
 def test_directory_install_is_discovered(tmp_path):
-    report = loop(tmp_path, session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS")),
-                  install_dirs=["ichor"], hide_entry_points=True)
+    report = loop(
+        tmp_path, session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS")), install_dirs=["ichor"], hide_entry_points=True
+    )
     assert report["plugin"]["source"] == "user" and report["plugin"]["enabled"]
     assert (tmp_path / "home" / "plugins" / "ichor" / "plugin.yaml").read_text() == MANIFEST.read_text()
     assert [p["accepted"] for p in report["pairs"]] == ["ls -lhS"]

@@ -46,8 +46,17 @@ def test_repro_runs_everything_then_reruns_only_what_changed(workspace):
     assert ran(dvc(ws, "repro", "evaluate")) == []
 
     # A new kept pair in the data dir: everything from audit on, the base model stays.
-    write_pairs(ws / "data" / "pairs", [record("f00d", "Install the project's dependencies; it has a pnpm lockfile.",
-                                               "npm install", "pnpm install --frozen-lockfile")])
+    write_pairs(
+        ws / "data" / "pairs",
+        [
+            record(
+                "f00d",
+                "Install the project's dependencies; it has a pnpm lockfile.",
+                "npm install",
+                "pnpm install --frozen-lockfile",
+            )
+        ],
+    )
     status = dvc(ws, "status", "--with-deps", "evaluate").stdout
     assert "audit:" in status and "base_model:" not in status
     second = dvc(ws, "repro", "evaluate")

@@ -20,8 +20,19 @@ def fake_github_token() -> str:
 
 
 def audit_args(tmp_path: Path, pairs: Path, *extra: str) -> list[str]:
-    return ["--params", PARAMS, "--pairs-dir", str(pairs), "--sample-dir", str(tmp_path / "no-sample"),
-            "--out", str(tmp_path / "audited.jsonl"), "--metrics", str(tmp_path / "audit.json"), *extra]
+    return [
+        "--params",
+        PARAMS,
+        "--pairs-dir",
+        str(pairs),
+        "--sample-dir",
+        str(tmp_path / "no-sample"),
+        "--out",
+        str(tmp_path / "audited.jsonl"),
+        "--metrics",
+        str(tmp_path / "audit.json"),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +42,13 @@ def tiny_model(tmp_path_factory) -> Path:
 
 def test_audit_fails_on_a_known_secret_naming_the_pair_but_not_the_secret(tmp_path, capsys):
     token = fake_github_token()
-    pairs = write_pairs(tmp_path / "pairs", [
-        record("aaa1", "push my branch", "git push", "git push -u origin main"),
-        record("bbb2", "set my token", "export GH_TOKEN=", f"export GH_TOKEN={token}"),
-    ])
+    pairs = write_pairs(
+        tmp_path / "pairs",
+        [
+            record("aaa1", "push my branch", "git push", "git push -u origin main"),
+            record("bbb2", "set my token", "export GH_TOKEN=", f"export GH_TOKEN={token}"),
+        ],
+    )
     assert audit.main(audit_args(tmp_path, pairs)) == 1
     err = capsys.readouterr().err
     assert "bbb2" in err and "github_token" in err
@@ -44,10 +58,18 @@ def test_audit_fails_on_a_known_secret_naming_the_pair_but_not_the_secret(tmp_pa
 
 def test_audit_repairs_leaks_when_told_to_and_counts_them(tmp_path):
     token = fake_github_token()
-    pairs = write_pairs(tmp_path / "pairs", [
-        record("bbb2", f"my token is {token}, set it", "export GH_TOKEN=", f"export GH_TOKEN={token}",
-               user_said="mail ops@corp.example if it breaks"),
-    ])
+    pairs = write_pairs(
+        tmp_path / "pairs",
+        [
+            record(
+                "bbb2",
+                f"my token is {token}, set it",
+                "export GH_TOKEN=",
+                f"export GH_TOKEN={token}",
+                user_said="mail ops@corp.example if it breaks",
+            ),
+        ],
+    )
     assert audit.main(audit_args(tmp_path, pairs, "--fail-on-leak", "false")) == 0
     stats = json.loads((tmp_path / "audit.json").read_text())
     assert stats["leaks_found"] == 2 and stats["pairs_out"] == 1 and stats["source"] == "pairs"
@@ -57,12 +79,15 @@ def test_audit_repairs_leaks_when_told_to_and_counts_them(tmp_path):
 
 
 def test_audit_drops_exact_duplicates_and_identical_answers(tmp_path):
-    pairs = write_pairs(tmp_path / "pairs", [
-        record("a1", "install deps", "npm install", "pnpm install"),
-        record("a2", "install deps", "npm install", "pnpm install"),           # same content, other uid
-        record("a3", "install deps", "npm install", "pnpm install --frozen-lockfile"),
-        record("a4", "list files", "ls -la", "ls -la "),                       # accepted == rejected
-    ])
+    pairs = write_pairs(
+        tmp_path / "pairs",
+        [
+            record("a1", "install deps", "npm install", "pnpm install"),
+            record("a2", "install deps", "npm install", "pnpm install"),  # same content, other uid
+            record("a3", "install deps", "npm install", "pnpm install --frozen-lockfile"),
+            record("a4", "list files", "ls -la", "ls -la "),  # accepted == rejected
+        ],
+    )
     assert audit.main(audit_args(tmp_path, pairs)) == 0
     stats = json.loads((tmp_path / "audit.json").read_text())
     assert (stats["pairs_in"], stats["pairs_out"], stats["duplicates"], stats["identical"]) == (4, 2, 1, 1)
@@ -74,8 +99,18 @@ def test_audit_falls_back_to_the_sample_set_only_while_pairs_dir_is_empty(tmp_pa
     empty = tmp_path / "pairs"
     empty.mkdir()
     (empty / ".gitkeep").touch()
-    args = ["--params", PARAMS, "--pairs-dir", str(empty), "--sample-dir", str(REPO / "data" / "sample"),
-            "--out", str(out), "--metrics", str(metrics)]
+    args = [
+        "--params",
+        PARAMS,
+        "--pairs-dir",
+        str(empty),
+        "--sample-dir",
+        str(REPO / "data" / "sample"),
+        "--out",
+        str(out),
+        "--metrics",
+        str(metrics),
+    ]
     assert audit.main(args) == 0
     stats = json.loads(metrics.read_text())
     assert stats["source"] == "sample" and stats["pairs_out"] >= 60 and stats["leaks_found"] == 0
@@ -109,8 +144,22 @@ def test_sample_set_is_large_varied_and_clean():
 
 def run_export(tmp_path: Path, source: Path, *extra: str) -> Path:
     out = tmp_path / "export"
-    assert export.main(["--params", PARAMS, "--source", str(source), "--out-dir", str(out),
-                        "--metrics", str(tmp_path / "export.json"), *extra]) == 0
+    assert (
+        export.main(
+            [
+                "--params",
+                PARAMS,
+                "--source",
+                str(source),
+                "--out-dir",
+                str(out),
+                "--metrics",
+                str(tmp_path / "export.json"),
+                *extra,
+            ]
+        )
+        == 0
+    )
     return out
 
 
@@ -118,9 +167,23 @@ def test_export_rows_pass_trl_checks_and_the_split_is_seeded_and_prompt_disjoint
     from trl.data_utils import is_conversational, maybe_extract_prompt
 
     audited = tmp_path / "audited.jsonl"
-    assert audit.main(["--params", PARAMS, "--pairs-dir", str(tmp_path / "none"),
-                       "--sample-dir", str(REPO / "data" / "sample"), "--out", str(audited),
-                       "--metrics", str(tmp_path / "audit.json")]) == 0
+    assert (
+        audit.main(
+            [
+                "--params",
+                PARAMS,
+                "--pairs-dir",
+                str(tmp_path / "none"),
+                "--sample-dir",
+                str(REPO / "data" / "sample"),
+                "--out",
+                str(audited),
+                "--metrics",
+                str(tmp_path / "audit.json"),
+            ]
+        )
+        == 0
+    )
     out = run_export(tmp_path, audited)
     rows = read_jsonl(out / "dpo.jsonl")
     train_rows, eval_rows = read_jsonl(out / "dpo_train.jsonl"), read_jsonl(out / "dpo_eval.jsonl")
@@ -160,15 +223,54 @@ def test_base_model_finds_the_smollm2_gguf_without_importing_its_package():
 def test_train_then_evaluate_on_a_tiny_model(tmp_path, tiny_model):
     export_dir = tmp_path / "export"
     audited = tmp_path / "audited.jsonl"
-    assert audit.main(["--params", PARAMS, "--pairs-dir", str(tmp_path / "none"),
-                       "--sample-dir", str(REPO / "data" / "sample"), "--out", str(audited),
-                       "--metrics", str(tmp_path / "audit.json")]) == 0
+    assert (
+        audit.main(
+            [
+                "--params",
+                PARAMS,
+                "--pairs-dir",
+                str(tmp_path / "none"),
+                "--sample-dir",
+                str(REPO / "data" / "sample"),
+                "--out",
+                str(audited),
+                "--metrics",
+                str(tmp_path / "audit.json"),
+            ]
+        )
+        == 0
+    )
     run_export(tmp_path, audited)
     adapter = tmp_path / "adapter"
-    assert train.main(["--params", PARAMS, "--base", str(tiny_model), "--train-file",
-                       str(export_dir / "dpo_train.jsonl"), "--out", str(adapter), "--steps", "3",
-                       "--batch-size", "2", "--max-length", "256", "--lora-r", "4", "--learning-rate", "0.01",
-                       "--metrics", str(tmp_path / "train.json"), "--plot", str(tmp_path / "loss.json")]) == 0
+    assert (
+        train.main(
+            [
+                "--params",
+                PARAMS,
+                "--base",
+                str(tiny_model),
+                "--train-file",
+                str(export_dir / "dpo_train.jsonl"),
+                "--out",
+                str(adapter),
+                "--steps",
+                "3",
+                "--batch-size",
+                "2",
+                "--max-length",
+                "256",
+                "--lora-r",
+                "4",
+                "--learning-rate",
+                "0.01",
+                "--metrics",
+                str(tmp_path / "train.json"),
+                "--plot",
+                str(tmp_path / "loss.json"),
+            ]
+        )
+        == 0
+    )
     assert (adapter / "adapter_config.json").is_file() and (adapter / "adapter_model.safetensors").is_file()
     assert json.loads((adapter / "adapter_config.json").read_text())["r"] == 4
     metrics = json.loads((tmp_path / "train.json").read_text())
@@ -177,11 +279,29 @@ def test_train_then_evaluate_on_a_tiny_model(tmp_path, tiny_model):
     assert [p["step"] for p in loss] == [1, 2, 3] and loss[-1]["loss"] == metrics["final_loss"]
     assert abs(loss[0]["loss"] - 0.6931) < 1e-3  # log 2: the adapter starts as a no-op
 
-    assert evaluate.main(["--params", PARAMS, "--base", str(tiny_model), "--adapter", str(adapter),
-                          "--eval-file", str(export_dir / "dpo_eval.jsonl"), "--all-file",
-                          str(export_dir / "dpo.jsonl"), "--metrics", str(tmp_path / "eval.json"),
-                          "--accuracy-plot", str(tmp_path / "acc.json"),
-                          "--mistakes-plot", str(tmp_path / "mistakes.json")]) == 0
+    assert (
+        evaluate.main(
+            [
+                "--params",
+                PARAMS,
+                "--base",
+                str(tiny_model),
+                "--adapter",
+                str(adapter),
+                "--eval-file",
+                str(export_dir / "dpo_eval.jsonl"),
+                "--all-file",
+                str(export_dir / "dpo.jsonl"),
+                "--metrics",
+                str(tmp_path / "eval.json"),
+                "--accuracy-plot",
+                str(tmp_path / "acc.json"),
+                "--mistakes-plot",
+                str(tmp_path / "mistakes.json"),
+            ]
+        )
+        == 0
+    )
     result = json.loads((tmp_path / "eval.json").read_text())
     assert result["n_eval_pairs"] == len(read_jsonl(export_dir / "dpo_eval.jsonl"))
     assert set(result["before"]) == set(result["after"]) == {"preference_accuracy", "mean_margin"}
@@ -199,8 +319,10 @@ def test_preference_margin_masks_the_prompt_and_matches_the_model_loss(tiny_mode
     tok = AutoTokenizer.from_pretrained(tiny_model)
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     prompt = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "install deps"}]
-    chosen, rejected = [{"role": "assistant", "content": "pnpm install"}], [
-        {"role": "assistant", "content": "npm install"}]
+    chosen, rejected = (
+        [{"role": "assistant", "content": "pnpm install"}],
+        [{"role": "assistant", "content": "npm install"}],
+    )
     ids, start = evaluate.completion_span(tok, prompt, chosen)
     assert ids[:start] == tok.apply_chat_template(prompt, add_generation_prompt=True, return_dict=False)
     labels = torch.tensor([[-100] * start + ids[start:]])
@@ -235,10 +357,20 @@ def test_missing_params_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
 def test_summary_prints_the_table(tmp_path, capsys):
     metrics = tmp_path / "metrics"
     metrics.mkdir()
-    (metrics / "eval.json").write_text(json.dumps({"n_eval_pairs": 4, "before": {
-        "preference_accuracy": 0.25, "mean_margin": -1.5}, "after": {"preference_accuracy": 0.75, "mean_margin": 2}}))
-    (metrics / "audit.json").write_text(json.dumps({"pairs_in": 9, "pairs_out": 8, "leaks_found": 0,
-                                                    "duplicates": 1, "identical": 0, "source": "pairs"}))
+    (metrics / "eval.json").write_text(
+        json.dumps(
+            {
+                "n_eval_pairs": 4,
+                "before": {"preference_accuracy": 0.25, "mean_margin": -1.5},
+                "after": {"preference_accuracy": 0.75, "mean_margin": 2},
+            }
+        )
+    )
+    (metrics / "audit.json").write_text(
+        json.dumps(
+            {"pairs_in": 9, "pairs_out": 8, "leaks_found": 0, "duplicates": 1, "identical": 0, "source": "pairs"}
+        )
+    )
     assert summary.main(["--metrics", str(metrics)]) == 0
     out = capsys.readouterr().out
     assert "0.25 → 0.75" in out and "9 → 8 (from pairs)" in out and "dvc plots show" in out

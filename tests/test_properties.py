@@ -7,7 +7,6 @@ sequence; bounded time per example (hypothesis' deadline).
 
 import io
 import json
-import os
 import sqlite3
 import sys
 import tempfile
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import new_pair
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ichor import commands
@@ -37,8 +36,9 @@ store_text = st.text(store_char, max_size=40)
 
 def json_values(text):
     scalar = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | text
-    return st.recursive(scalar, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4),
-                        max_leaves=12)
+    return st.recursive(
+        scalar, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(text, inner, max_size=4), max_leaves=12
+    )
 
 
 def messages(text):
@@ -69,16 +69,35 @@ def integrity(store: Store) -> str:
 # ------------------------------------------------------------------------------------ the store
 
 new_pairs = st.builds(
-    NewPair, kind=st.sampled_from(["correction", "retry", "undo"]), user_said=store_text,
-    prompt=st.lists(messages(store_text), min_size=1, max_size=3), rejected=store_text, accepted=store_text,
-    label=st.none() | store_text, platform=store_text, session_id=store_text,
-    scrubbed=st.dictionaries(store_text, st.integers(0, 10**6), max_size=3))
+    NewPair,
+    kind=st.sampled_from(["correction", "retry", "undo"]),
+    user_said=store_text,
+    prompt=st.lists(messages(store_text), min_size=1, max_size=3),
+    rejected=store_text,
+    accepted=store_text,
+    label=st.none() | store_text,
+    platform=store_text,
+    session_id=store_text,
+    scrubbed=st.dictionaries(store_text, st.integers(0, 10**6), max_size=3),
+)
 
 
 @FAST
 @given(pairs=st.lists(new_pairs, min_size=1, max_size=4))
-@example(pairs=[NewPair("correction", "\x00 nul", [{"role": "user", "content": "\U0010ffff", "\x00": [{"": None}]}],
-                        "a\x00b", "\x00", label="\ufeff", platform="\x00", session_id="\u202e")])
+@example(
+    pairs=[
+        NewPair(
+            "correction",
+            "\x00 nul",
+            [{"role": "user", "content": "\U0010ffff", "\x00": [{"": None}]}],
+            "a\x00b",
+            "\x00",
+            label="\ufeff",
+            platform="\x00",
+            session_id="\u202e",
+        )
+    ]
+)
 def test_any_text_round_trips_exactly_or_fails_cleanly(pairs):
     with fresh_store() as store:
         first: dict[str, NewPair] = {}  # a pair added again (same fingerprint) comes back as the first one
@@ -91,10 +110,27 @@ def test_any_text_round_trips_exactly_or_fails_cleanly(pairs):
             stored.append((pair.id, first.setdefault(new.fingerprint(), new)))
         for pid, new in stored:
             got = store.require(pid)
-            assert (got.kind, got.user_said, got.prompt, got.rejected, got.accepted, got.label, got.platform,
-                    got.session_id, got.scrubbed) == (new.kind, new.user_said, new.prompt, new.rejected,
-                                                      new.accepted, new.label, new.platform, new.session_id,
-                                                      new.scrubbed)
+            assert (
+                got.kind,
+                got.user_said,
+                got.prompt,
+                got.rejected,
+                got.accepted,
+                got.label,
+                got.platform,
+                got.session_id,
+                got.scrubbed,
+            ) == (
+                new.kind,
+                new.user_said,
+                new.prompt,
+                new.rejected,
+                new.accepted,
+                new.label,
+                new.platform,
+                new.session_id,
+                new.scrubbed,
+            )
             try:
                 store.set_status(pid, "kept")
             except StoreError:
@@ -104,8 +140,11 @@ def test_any_text_round_trips_exactly_or_fails_cleanly(pairs):
         assert sum(store.counts().values()) == len(first)
 
 
-actions = st.lists(st.tuples(st.sampled_from(["add", "pending", "kept", "shared", "discard", "forget"]),
-                             st.integers(0, 7)), min_size=1, max_size=25)
+actions = st.lists(
+    st.tuples(st.sampled_from(["add", "pending", "kept", "shared", "discard", "forget"]), st.integers(0, 7)),
+    min_size=1,
+    max_size=25,
+)
 
 
 @FAST
@@ -142,10 +181,51 @@ def test_status_and_discard_sequences_keep_counts_consistent_with_a_model(steps)
 
 # ---------------------------------------------------------------------------- /ichor arguments
 
-verbs = st.sampled_from(["", "status", "review", "keep", "share", "discard", "export", "set", "off", "on",
-                         "forget-all", "help", "KEEP", "set repo", "set public", "off --global", "on --global"])
-arg_words = st.sampled_from(["1", "2", "0", "-1", "99999999999999999999", "yes", "--global", "repo", "public",
-                             "private", "a/b", "../x", "'", '"', "\\", "\x00", "\ud800"]) | any_text
+verbs = st.sampled_from(
+    [
+        "",
+        "status",
+        "review",
+        "keep",
+        "share",
+        "discard",
+        "export",
+        "set",
+        "off",
+        "on",
+        "forget-all",
+        "help",
+        "KEEP",
+        "set repo",
+        "set public",
+        "off --global",
+        "on --global",
+    ]
+)
+arg_words = (
+    st.sampled_from(
+        [
+            "1",
+            "2",
+            "0",
+            "-1",
+            "99999999999999999999",
+            "yes",
+            "--global",
+            "repo",
+            "public",
+            "private",
+            "a/b",
+            "../x",
+            "'",
+            '"',
+            "\\",
+            "\x00",
+            "\ud800",
+        ]
+    )
+    | any_text
+)
 
 
 @pytest.fixture
@@ -156,9 +236,14 @@ def no_token(monkeypatch):
 
 
 @FAST
-@given(argstrings=st.lists(any_text | st.builds(lambda v, a: " ".join([v, *a]), verbs, st.lists(arg_words, max_size=3)),
-                           min_size=1, max_size=6),
-       scope=st.none() | any_text)
+@given(
+    argstrings=st.lists(
+        any_text | st.builds(lambda v, a: " ".join([v, *a]), verbs, st.lists(arg_words, max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    scope=st.none() | any_text,
+)
 @example(argstrings=["keep 9223372036854775808", "share ²", "discard ٣", "keep 00"], scope=None)
 def test_ichor_command_never_raises_and_always_answers_text(no_token, argstrings, scope):
     with fresh_store() as store:
@@ -172,10 +257,40 @@ def test_ichor_command_never_raises_and_always_answers_text(no_token, argstrings
 
 # ------------------------------------------------------------------------------------- the CLI
 
-cli_words = st.sampled_from(["status", "review", "keep", "share", "discard", "export", "forget-all", "set", "off",
-                             "on", "detect", "scrub", "eval", "--json", "--jsonl", "--global", "--scope", "--home",
-                             "--out", "--help", "-h", "yes", "1", "0", "x", "public", "repo", "--", "-", ""]) \
-    | st.text(any_char, max_size=12).filter(lambda w: not w.startswith(("/", "~")) and ".." not in w)
+cli_words = st.sampled_from(
+    [
+        "status",
+        "review",
+        "keep",
+        "share",
+        "discard",
+        "export",
+        "forget-all",
+        "set",
+        "off",
+        "on",
+        "detect",
+        "scrub",
+        "eval",
+        "--json",
+        "--jsonl",
+        "--global",
+        "--scope",
+        "--home",
+        "--out",
+        "--help",
+        "-h",
+        "yes",
+        "1",
+        "0",
+        "x",
+        "public",
+        "repo",
+        "--",
+        "-",
+        "",
+    ]
+) | st.text(any_char, max_size=12).filter(lambda w: not w.startswith(("/", "~")) and ".." not in w)
 
 
 def run_cli(argv, stdin: bytes = b"") -> tuple[int, str, str]:
@@ -223,11 +338,17 @@ def test_cli_never_shows_a_traceback(cli_home, argv):
         assert len(err.strip().splitlines()) == 1, err
 
 
-json_line = st.dictionaries(st.sampled_from(["id", "text", "prev_user", "prev_assistant", "user", "assistant",
-                                             "is_correction", "kind"]),
-                            json_value | st.booleans(), max_size=8).map(lambda d: json.dumps(d).encode())
-stdin_bytes = st.lists(json_line | st.binary(max_size=60) | st.text(any_char, max_size=60).map(
-    lambda t: t.encode("utf-8", "surrogatepass")), max_size=5).map(lambda lines: b"\n".join(lines))
+json_line = st.dictionaries(
+    st.sampled_from(["id", "text", "prev_user", "prev_assistant", "user", "assistant", "is_correction", "kind"]),
+    json_value | st.booleans(),
+    max_size=8,
+).map(lambda d: json.dumps(d).encode())
+stdin_bytes = st.lists(
+    json_line
+    | st.binary(max_size=60)
+    | st.text(any_char, max_size=60).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    max_size=5,
+).map(lambda lines: b"\n".join(lines))
 
 
 def assert_clean_exit(code: int, err: str, what) -> None:
@@ -251,8 +372,10 @@ def test_detect_and_scrub_on_any_input_exit_0_or_2_with_one_line(cli_home, data,
 
 @settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=stdin_bytes)
-@example(data=b'{"prev_user": "a", "prev_assistant": "b", "user": "no, c", "assistant": "d", '
-              b'"is_correction": true, "kind": "correction"}').via("explicit")
+@example(
+    data=b'{"prev_user": "a", "prev_assistant": "b", "user": "no, c", "assistant": "d", '
+    b'"is_correction": true, "kind": "correction"}'
+).via("explicit")
 @example(data=b"\xff\n").via("explicit")
 def test_eval_on_any_file_exits_0_or_2_with_one_line(cli_home, data):
     path = cli_home / "windows.jsonl"
@@ -266,14 +389,22 @@ def test_eval_on_any_file_exits_0_or_2_with_one_line(cli_home, data):
 # Valid UTF-8 text, nested at most a few levels: load_records lets UnicodeDecodeError (bytes that aren't
 # UTF-8) and RecursionError (a line of 50,000 "[") through rather than ExportError (reported to its owner).
 record_line = st.fixed_dictionaries(
-    {"uid": any_text, "prompt": json_value | st.lists(messages(any_text), max_size=2), "rejected": json_value,
-     "accepted": json_value}, optional={"kind": json_value}).map(json.dumps)
+    {
+        "uid": any_text,
+        "prompt": json_value | st.lists(messages(any_text), max_size=2),
+        "rejected": json_value,
+        "accepted": json_value,
+    },
+    optional={"kind": json_value},
+).map(json.dumps)
 
 
 @FAST
 @given(lines=st.lists(record_line | store_text, max_size=6))
 @example(lines=['{"uid": "a", "prompt": [{"role": "user", "content": "x"}], "rejected": "r", "accepted": "a"}'])
-@example(lines=['{"uid": "\\ud800", "prompt": [{"role": "user", "content": "\\udfff"}], "rejected": "", "accepted": ""}'])
+@example(
+    lines=['{"uid": "\\ud800", "prompt": [{"role": "user", "content": "\\udfff"}], "rejected": "", "accepted": ""}']
+)
 def test_load_records_yields_records_or_raises_export_error(tmp_path, lines):
     path = tmp_path / "pairs.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
@@ -290,7 +421,9 @@ def test_load_records_yields_records_or_raises_export_error(tmp_path, lines):
 # ------------------------------------------------------------------------------- the detector
 # (no detector property test exists elsewhere yet; tests/test_scrub_properties.py covers the scrubber)
 
-detector_text = st.one_of(any_text, st.text(st.sampled_from("no,wrong use pnpm npm ` ( [ { * + ? \\ \n\t"), max_size=300))
+detector_text = st.one_of(
+    any_text, st.text(st.sampled_from("no,wrong use pnpm npm ` ( [ { * + ? \\ \n\t"), max_size=300)
+)
 
 
 @settings(max_examples=120, deadline=1000)

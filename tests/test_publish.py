@@ -34,10 +34,18 @@ def hub(tmp_path, monkeypatch):
 
 
 def record(i: int, tag: str) -> dict:
-    return {"uid": f"{tag}{i:04d}", "kind": "correction", "label": ["wrong flag", "wrong package manager"][i % 2],
-            "user_said": "no, the other one", "prompt": [{"role": "user", "content": f"{tag} task {i}"}],
-            "rejected": f"wrong answer {i}", "accepted": f"right answer {i}", "platform": "cli", "scrubbed": {},
-            "created_at": "2026-11-30T15:00:00Z"}
+    return {
+        "uid": f"{tag}{i:04d}",
+        "kind": "correction",
+        "label": ["wrong flag", "wrong package manager"][i % 2],
+        "user_said": "no, the other one",
+        "prompt": [{"role": "user", "content": f"{tag} task {i}"}],
+        "rejected": f"wrong answer {i}",
+        "accepted": f"right answer {i}",
+        "platform": "cli",
+        "scrubbed": {},
+        "created_at": "2026-11-30T15:00:00Z",
+    }
 
 
 def make_export(folder: Path, n: int, tag: str) -> Path:
@@ -53,9 +61,19 @@ def write_params(path: Path, **hub) -> Path:
 
 
 def publish(tmp_path, hub, *extra, params=None):
-    argv = ["--params", str(params or write_params(tmp_path / "params.yaml")), "--endpoint", hub.endpoint,
-            "--export-dir", str(tmp_path / "export"), "--lock", str(tmp_path / "dvc.lock"),
-            "--metrics", str(tmp_path / "metrics" / "publish.json"), *extra]
+    argv = [
+        "--params",
+        str(params or write_params(tmp_path / "params.yaml")),
+        "--endpoint",
+        hub.endpoint,
+        "--export-dir",
+        str(tmp_path / "export"),
+        "--lock",
+        str(tmp_path / "dvc.lock"),
+        "--metrics",
+        str(tmp_path / "metrics" / "publish.json"),
+        *extra,
+    ]
     return main(argv)
 
 
@@ -74,7 +92,7 @@ def load_tags(hub, tmp_path, repo, tags: dict[str, Path]) -> dict:
         import json
         from datasets import load_dataset
         out = {{}}
-        for tag, folder in {({t: str(p) for t, p in tags.items()})!r}.items():
+        for tag, folder in { ({t: str(p) for t, p in tags.items()})!r}.items():
             hub = load_dataset({repo!r}, revision=tag)
             files = {{s: f"{{folder}}/dpo_{{s}}.jsonl" for s in hub}}
             local = load_dataset("json", data_files=files)
@@ -92,8 +110,14 @@ def test_push_false_writes_the_metric_and_needs_no_token(tmp_path, hub, monkeypa
     monkeypatch.delenv("HF_TOKEN")
     make_export(tmp_path / "export", 3, "a")
     assert publish(tmp_path, hub, params=write_params(tmp_path / "params.yaml", push=False)) == 0
-    assert metrics(tmp_path) == {"pushed": False, "reason": "hub.push is false in params.yaml", "repo": "ichor-dpo",
-                                 "revision": None, "tag": None, "rows": None}
+    assert metrics(tmp_path) == {
+        "pushed": False,
+        "reason": "hub.push is false in params.yaml",
+        "repo": "ichor-dpo",
+        "revision": None,
+        "tag": None,
+        "rows": None,
+    }
     assert hub.hub.requests == []
 
 
@@ -111,8 +135,9 @@ def test_two_publishes_make_two_tags_each_loading_its_own_rows(tmp_path, hub, ca
     assert first["tag"] != second["tag"] and first["tag"].startswith("data-") and len(first["tag"]) == 17
     assert repo.tags == {first["tag"]: first["revision"], second["tag"]: second["revision"]}
     assert (first["rows"], second["rows"]) == (6, 9)
-    loaded = load_tags(hub, tmp_path, "alice/ichor-dpo", {first["tag"]: tmp_path / "export-first",
-                                                          second["tag"]: export})
+    loaded = load_tags(
+        hub, tmp_path, "alice/ichor-dpo", {first["tag"]: tmp_path / "export-first", second["tag"]: export}
+    )
     for tag, rows in ((first["tag"], 6), (second["tag"], 9)):
         from_hub, trained_on = loaded[tag]
         assert from_hub == trained_on and sum(len(r) for r in from_hub.values()) == rows
@@ -152,23 +177,45 @@ def test_dry_run_writes_the_would_be_commit_and_touches_nothing(tmp_path, hub, m
     for split in manifest["splits"]:
         assert (dry / "data" / f"{split}.jsonl").read_bytes() == (export / f"dpo_{split}.jsonl").read_bytes()
     assert sorted(f["path"] for f in manifest["files"]) == sorted(
-        ["README.md", *(f"data/{s}.jsonl" for s in manifest["splits"])])
+        ["README.md", *(f"data/{s}.jsonl" for s in manifest["splits"])]
+    )
     assert manifest["tag"] in (dry / "README.md").read_text()
     assert hub.hub.requests == [] and not (tmp_path / "metrics").exists()
 
 
 def test_a_stale_dvc_lock_is_refused_in_one_line(tmp_path, hub, capsys):
     make_export(tmp_path / "export", 4, "a")
-    (tmp_path / "dvc.lock").write_text(yaml.safe_dump({"schema": "2.0", "stages": {"export": {"outs": [
-        {"path": str(tmp_path / "export"), "hash": "md5", "md5": "0123456789abcdef0123456789abcdef.dir"}]}}}))
+    (tmp_path / "dvc.lock").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "2.0",
+                "stages": {
+                    "export": {
+                        "outs": [
+                            {
+                                "path": str(tmp_path / "export"),
+                                "hash": "md5",
+                                "md5": "0123456789abcdef0123456789abcdef.dir",
+                            }
+                        ]
+                    }
+                },
+            }
+        )
+    )
     assert publish(tmp_path, hub) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "changed since" in err and "data-0123456789ab" in err
     assert hub.hub.requests == [] and not (tmp_path / "metrics").exists()
 
 
-@pytest.mark.parametrize("token, expected", [("", "hub.push is true but $HF_TOKEN is empty"),
-                                             ("hf_wrongTokenForThisHub000000000", "the Hub refused the token")])
+@pytest.mark.parametrize(
+    "token, expected",
+    [
+        ("", "hub.push is true but $HF_TOKEN is empty"),
+        ("hf_wrongTokenForThisHub000000000", "the Hub refused the token"),
+    ],
+)
 def test_token_errors_are_one_line_and_write_no_metric(tmp_path, hub, monkeypatch, capsys, token, expected):
     monkeypatch.setenv("HF_TOKEN", token)
     make_export(tmp_path / "export", 4, "a")
@@ -192,11 +239,24 @@ def test_under_dvc_repro_the_tag_is_the_md5_dvc_lock_recorded(tmp_path):
     work = tmp_path / "ws"
     make_export(work / "src", 5, "a")
     (work / "params.yaml").write_text(yaml.safe_dump({"hub": {"push": False, "repo": "ichor-dpo"}}))
-    (work / "dvc.yaml").write_text(yaml.safe_dump({"stages": {
-        "export": {"cmd": "python -c \"import shutil; shutil.copytree('src', 'data/export')\"",
-                   "deps": ["src"], "outs": ["data/export"]},
-        "publish": {"cmd": "python -m pipelines.publish --dry-run dry", "deps": ["data/export"],
-                    "params": ["hub"]}}}))
+    (work / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "stages": {
+                    "export": {
+                        "cmd": "python -c \"import shutil; shutil.copytree('src', 'data/export')\"",
+                        "deps": ["src"],
+                        "outs": ["data/export"],
+                    },
+                    "publish": {
+                        "cmd": "python -m pipelines.publish --dry-run dry",
+                        "deps": ["data/export"],
+                        "params": ["hub"],
+                    },
+                }
+            }
+        )
+    )
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{bin_dir}:{os.environ['PATH']}", "DVC_NO_ANALYTICS": "1"}
     for cmd in (["git", "init", "-q"], [f"{bin_dir}/dvc", "init", "-q"], [f"{bin_dir}/dvc", "repro", "-q"]):

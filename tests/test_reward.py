@@ -55,9 +55,14 @@ def test_minilm_forward_matches_sentence_transformers_reference(embedder):
 def test_embedding_margin_sign_on_paraphrase_and_off_topic(embedder):
     term = EmbeddingMarginReward(embedder)
     anchor = Anchor("Install the packages with pnpm: `pnpm install`.", "Install the packages with npm: `npm install`.")
-    paraphrase, wrong, off_topic = term.score([Rollout("Run pnpm install to get the dependencies."),
-                                               Rollout("Run npm install to get the dependencies."),
-                                               Rollout("Paris is the capital of France.")], [anchor])
+    paraphrase, wrong, off_topic = term.score(
+        [
+            Rollout("Run pnpm install to get the dependencies."),
+            Rollout("Run npm install to get the dependencies."),
+            Rollout("Paris is the capital of France."),
+        ],
+        [anchor],
+    )
     assert paraphrase > 0.02
     assert wrong < -0.02
     assert abs(off_topic) < paraphrase
@@ -70,11 +75,18 @@ def test_string_similarity_baseline_prefers_surface_overlap():
 
 
 def test_truncation_and_repetition_penalties():
-    assert TruncationPenalty().score([Rollout("ok", "stop"), Rollout("cut", "length"), Rollout("  ", "stop")]) == \
-        [0.0, -1.0, -1.0]
+    assert TruncationPenalty().score([Rollout("ok", "stop"), Rollout("cut", "length"), Rollout("  ", "stop")]) == [
+        0.0,
+        -1.0,
+        -1.0,
+    ]
     rep = RepetitionPenalty()
-    prose, loop = rep.score([Rollout("Install the dependencies with pnpm, then run the tests and commit the lock."),
-                             Rollout("the tests the tests the tests the tests the tests the tests the tests")])
+    prose, loop = rep.score(
+        [
+            Rollout("Install the dependencies with pnpm, then run the tests and commit the lock."),
+            Rollout("the tests the tests the tests the tests the tests the tests the tests"),
+        ]
+    )
     assert prose == 0.0
     assert loop < -0.7
 
@@ -97,12 +109,14 @@ def test_combiner_weights_and_unknown_terms(embedder):
 
 
 def test_preference_head_learns_what_accepted_answers_share(embedder):
-    rows = [{"accepted": f"Use pnpm to add {p}: `pnpm add {p}`.",
-             "rejected": f"Use npm to add {p}: `npm install {p}`."}
-            for p in ("react", "lodash", "vite", "zod", "express", "jest")]
+    rows = [
+        {"accepted": f"Use pnpm to add {p}: `pnpm add {p}`.", "rejected": f"Use npm to add {p}: `npm install {p}`."}
+        for p in ("react", "lodash", "vite", "zod", "express", "jest")
+    ]
     head = PreferenceHeadReward.fit(embedder, rows)
-    acc, rej = head.score([Rollout("Use pnpm to add axios: `pnpm add axios`."),
-                           Rollout("Use npm to add axios: `npm install axios`.")])
+    acc, rej = head.score(
+        [Rollout("Use pnpm to add axios: `pnpm add axios`."), Rollout("Use npm to add axios: `npm install axios`.")]
+    )
     assert acc > rej
     assert PreferenceHeadReward.fit(embedder, []).score([Rollout("x")]) == [0.0]
 
@@ -126,16 +140,17 @@ def test_judge_asks_both_orders_so_position_bias_cancels():
     rollouts = [Rollout("pnpm install"), Rollout("yarn")]
     assert asyncio.run(judge.score(always_a, [{"role": "user", "content": "install"}], rollouts, [PNPM])) == [0.0, 0.0]
     assert len(calls) == 4 and "Answer A:\npnpm install" in calls[0] and "Answer B:\npnpm install" in calls[1]
-    assert asyncio.run(judge.score(prefers_pnpm, [{"role": "user", "content": "install"}], rollouts, [PNPM])) == \
-        [1.0, -1.0]
+    assert asyncio.run(judge.score(prefers_pnpm, [{"role": "user", "content": "install"}], rollouts, [PNPM])) == [
+        1.0,
+        -1.0,
+    ]
     assert parse_verdict("I think B. Final: A") == "A" and parse_verdict("neither") is None
 
 
 def test_tokenize_rollout_gives_int_lists_and_masks_the_prompt(tmp_path):
     from atropos_stub import build_tokenizer
-    from transformers import AutoTokenizer
-
     from ichor_env import tokenize_rollout
+    from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(build_tokenizer(tmp_path / "tok"))
     messages = [{"role": "user", "content": "install the dependencies of my project"}]
@@ -143,9 +158,9 @@ def test_tokenize_rollout_gives_int_lists_and_masks_the_prompt(tmp_path):
     prompt = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
     assert isinstance(tokens, list) and all(type(t) is int for t in tokens)
     assert len(masks) == len(tokens)
-    assert masks[:len(prompt)] == [-100] * len(prompt)
-    assert masks[len(prompt):] == tokens[len(prompt):] and all(m != -100 for m in masks[len(prompt):])
-    assert tok.decode(tokens[len(prompt):]).startswith("Run npm install.")
+    assert masks[: len(prompt)] == [-100] * len(prompt)
+    assert masks[len(prompt) :] == tokens[len(prompt) :] and all(m != -100 for m in masks[len(prompt) :])
+    assert tok.decode(tokens[len(prompt) :]).startswith("Run npm install.")
 
 
 def test_combined_reward_beats_string_similarity_on_the_bundled_samples(tmp_path):

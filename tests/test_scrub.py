@@ -24,6 +24,7 @@ def mixed(n, alphabet=corpus.ALNUM, seed=0):
 
 # --- every kind, from the corpus factories in their chat contexts --------------------------------------
 
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_is_removed_in_context(kind):
     rng = random.Random(kind)
@@ -66,36 +67,76 @@ PASSWORD = "Tr0ub4dor" + "-and-3"
         (f"key {OPENAI_SVC}", "key [REDACTED:openai_key]", "openai_key"),
         (f"key {ANTHROPIC}.", "key [REDACTED:anthropic_key].", "anthropic_key"),
         (f"token {HF}", "token [REDACTED:hf_token]", "hf_token"),
-        *[(f"{p}_{mixed(36, seed=i)} ok", "[REDACTED:github_token] ok", "github_token")
-          for i, p in enumerate(["ghp", "gho", "ghu", "ghs", "ghr"])],
+        *[
+            (f"{p}_{mixed(36, seed=i)} ok", "[REDACTED:github_token] ok", "github_token")
+            for i, p in enumerate(["ghp", "gho", "ghu", "ghs", "ghr"])
+        ],
         ("github" + "_pat_" + mixed(22) + "_" + mixed(59, seed=1), "[REDACTED:github_token]", "github_token"),
         (f"aws_access_key_id = {AKIA}", "aws_access_key_id = [REDACTED:aws_access_key]", "aws_access_key"),
         ("ASIA" + rand("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16), "[REDACTED:aws_access_key]", "aws_access_key"),
-        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED:aws_secret_key]",
-         "aws_secret_key"),
-        ("xo" + "xb-" + rand("0123456789", 12) + "-" + rand("0123456789", 13) + "-" + mixed(24),
-         "[REDACTED:slack_token]", "slack_token"),
-        ("xa" + "pp-1-A0" + rand(corpus.UPPER_ALNUM, 9) + "-" + rand("0123456789", 13) + "-" + rand("abcdef0123", 64),
-         "[REDACTED:slack_token]", "slack_token"),
-        ("https://hooks.slack.com/services/" + "T" + rand(corpus.UPPER_ALNUM, 10) + "/B" + rand(corpus.UPPER_ALNUM, 10)
-         + "/" + mixed(24), "https://hooks.slack.com/services/[REDACTED:slack_token]", "slack_token"),
-        *[(f"stripe {p}_{mixed(24, seed=i)}", "stripe [REDACTED:stripe_key]", "stripe_key")
-          for i, p in enumerate(["sk_live", "sk_test", "rk_live", "pk_live"])],
+        (
+            f"aws_secret_access_key = {AWS_SECRET}",
+            "aws_secret_access_key = [REDACTED:aws_secret_key]",
+            "aws_secret_key",
+        ),
+        (
+            "xo" + "xb-" + rand("0123456789", 12) + "-" + rand("0123456789", 13) + "-" + mixed(24),
+            "[REDACTED:slack_token]",
+            "slack_token",
+        ),
+        (
+            "xa"
+            + "pp-1-A0"
+            + rand(corpus.UPPER_ALNUM, 9)
+            + "-"
+            + rand("0123456789", 13)
+            + "-"
+            + rand("abcdef0123", 64),
+            "[REDACTED:slack_token]",
+            "slack_token",
+        ),
+        (
+            "https://hooks.slack.com/services/"
+            + "T"
+            + rand(corpus.UPPER_ALNUM, 10)
+            + "/B"
+            + rand(corpus.UPPER_ALNUM, 10)
+            + "/"
+            + mixed(24),
+            "https://hooks.slack.com/services/[REDACTED:slack_token]",
+            "slack_token",
+        ),
+        *[
+            (f"stripe {p}_{mixed(24, seed=i)}", "stripe [REDACTED:stripe_key]", "stripe_key")
+            for i, p in enumerate(["sk_live", "sk_test", "rk_live", "pk_live"])
+        ],
         (f"key={GOOGLE}&q=1", "key=[REDACTED:google_api_key]&q=1", "google_api_key"),
-        (f"https://api.telegram.org/bot{TELEGRAM}/getMe",
-         "https://api.telegram.org/bot[REDACTED:telegram_bot_token]/getMe",
-         "telegram_bot_token"),
+        (
+            f"https://api.telegram.org/bot{TELEGRAM}/getMe",
+            "https://api.telegram.org/bot[REDACTED:telegram_bot_token]/getMe",
+            "telegram_bot_token",
+        ),
         (f"token {corpus.jwt(random.Random(1))} expired", "token [REDACTED:jwt] expired", "jwt"),
-        ("Authorization: Bearer " + mixed(32, corpus.ALNUM + "._-"), "Authorization: Bearer [REDACTED:bearer]",
-         "bearer"),
-        (f"postgres://app:{PASSWORD}@db.internal:5432/app",
-         "postgres://app:[REDACTED:url_password]@db.internal:5432/app",
-         "url_password"),
-        (f"http://admin:{PASSWORD}@localhost:8080/", "http://admin:[REDACTED:url_password]@localhost:8080/",
-         "url_password"),
-        ("https://deploy:*" + PASSWORD + "@registry.acme.io/v2/",
-         "https://deploy:[REDACTED:url_password]@registry.acme.io/v2/",
-         "url_password"),
+        (
+            "Authorization: Bearer " + mixed(32, corpus.ALNUM + "._-"),
+            "Authorization: Bearer [REDACTED:bearer]",
+            "bearer",
+        ),
+        (
+            f"postgres://app:{PASSWORD}@db.internal:5432/app",
+            "postgres://app:[REDACTED:url_password]@db.internal:5432/app",
+            "url_password",
+        ),
+        (
+            f"http://admin:{PASSWORD}@localhost:8080/",
+            "http://admin:[REDACTED:url_password]@localhost:8080/",
+            "url_password",
+        ),
+        (
+            "https://deploy:*" + PASSWORD + "@registry.acme.io/v2/",
+            "https://deploy:[REDACTED:url_password]@registry.acme.io/v2/",
+            "url_password",
+        ),
         (f"DB_PASSWORD={PASSWORD}", "DB_PASSWORD=[REDACTED:env_secret]", "env_secret"),
         (f'export SESSION_SECRET="{PASSWORD}"', 'export SESSION_SECRET="[REDACTED:env_secret]"', "env_secret"),
         (f"MY_SERVICE_TOKEN='{PASSWORD}'", "MY_SERVICE_TOKEN='[REDACTED:env_secret]'", "env_secret"),
@@ -157,28 +198,90 @@ def test_counts_add_up():
 # --- near-misses ----------------------------------------------------------------------------------------
 
 NEAR_MISSES = [
-    "pip install numpy==1.26.4", "version 1.2.3.4", "v2.14.0", "release 10.0.19045.1", "Python 3.11.9",
-    "commit 3f2c1a9", "git checkout 3f2c1a9e0b7d", "fixed in " + rand("0123456789abcdef", 40),
-    "sha256:" + rand("0123456789abcdef", 64), rand("0123456789abcdef", 64) + "  model.safetensors",
+    "pip install numpy==1.26.4",
+    "version 1.2.3.4",
+    "v2.14.0",
+    "release 10.0.19045.1",
+    "Python 3.11.9",
+    "commit 3f2c1a9",
+    "git checkout 3f2c1a9e0b7d",
+    "fixed in " + rand("0123456789abcdef", 40),
+    "sha256:" + rand("0123456789abcdef", 64),
+    rand("0123456789abcdef", 64) + "  model.safetensors",
     "request id 123e4567-e89b-42d3-a456-426614174000",
-    "see the task-list", "a risk-free refactor", "my desk-lamp", "the sk-learn-compatible-estimator-wrapper",
-    "https://example.com/docs/getting-started", "http://www.example.com/a?b=c", "https://user@example.com/repo.git",
-    "http://localhost:8080/api", "postgres://localhost:5432/app", "redis://127.0.0.1:6379/0",
-    "/usr/local/bin/python3", "/home", "ls /home/", "~/projects/ichor", "/var/log/syslog", "/Users/Shared/x",
-    "color: #ff00aa; background: #abc;", "getUserAccountSettingsForTenantById", "hf_hub_download",
-    "max_tokens=512", "pad_token = tokenizer.eos_token", 'api_key = os.environ["OPENAI_API_KEY"]',
-    "export OPENAI_API_KEY=$OPENAI_API_KEY", "AUTH_TOKEN=${AUTH_TOKEN}", "token = response", 'eos_token="</s>"',
-    "password: ********", "sort_key = name", "postgres://app:${DB_PASSWORD}@db/app", "https://u:<password>@host/",
-    "MAX_TOKEN=4096", "api_key: str = None",
-    "the bearer of bad news", "Bearer authentication", "dGhpcyBpcyBhIHRlc3Q=",
-    "on 2024-01-15", "at 12:30:45", "in 1999", "order #12345678", "ticket 9876543210", "pi is 3.14159",
-    "1,234,567", "127.0.0.1", "0.0.0.0:8000", "192.0.2.1", "198.51.100.7", "203.0.113.9", "::1", "2001:db8::1",
-    "netmask 255.255.255.0", "upgrade to 4.2.1.0", "metadata at 169.254.169.254", "::ffff:127.0.0.1",
-    "include_password=True):", "token = Operator", 'exp_key = np.array([0, 0, 1, 1])', "cost_per_token = (a * b)",
-    "if token == Punctuation:", "private_key: PrivateKeyTypes,", "Token: the issue is the retry", "x = a[1::2]",
-    "std::vector<int> v;", "git@github.com:acme/ichor.git", "icon@2x.png",
-    "npm i @types/node react@18.2.0", "@@ -12,7 +12,8 @@", "MAC 00:1A:2B:3C:4D:5E", "1.2.3", "+1 vote", "x + 12",
-    "AKIA is the access key prefix", "the sk_test_mode flag", "TELEGRAM_BOT_TOKEN=",
+    "see the task-list",
+    "a risk-free refactor",
+    "my desk-lamp",
+    "the sk-learn-compatible-estimator-wrapper",
+    "https://example.com/docs/getting-started",
+    "http://www.example.com/a?b=c",
+    "https://user@example.com/repo.git",
+    "http://localhost:8080/api",
+    "postgres://localhost:5432/app",
+    "redis://127.0.0.1:6379/0",
+    "/usr/local/bin/python3",
+    "/home",
+    "ls /home/",
+    "~/projects/ichor",
+    "/var/log/syslog",
+    "/Users/Shared/x",
+    "color: #ff00aa; background: #abc;",
+    "getUserAccountSettingsForTenantById",
+    "hf_hub_download",
+    "max_tokens=512",
+    "pad_token = tokenizer.eos_token",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    "export OPENAI_API_KEY=$OPENAI_API_KEY",
+    "AUTH_TOKEN=${AUTH_TOKEN}",
+    "token = response",
+    'eos_token="</s>"',
+    "password: ********",
+    "sort_key = name",
+    "postgres://app:${DB_PASSWORD}@db/app",
+    "https://u:<password>@host/",
+    "MAX_TOKEN=4096",
+    "api_key: str = None",
+    "the bearer of bad news",
+    "Bearer authentication",
+    "dGhpcyBpcyBhIHRlc3Q=",
+    "on 2024-01-15",
+    "at 12:30:45",
+    "in 1999",
+    "order #12345678",
+    "ticket 9876543210",
+    "pi is 3.14159",
+    "1,234,567",
+    "127.0.0.1",
+    "0.0.0.0:8000",
+    "192.0.2.1",
+    "198.51.100.7",
+    "203.0.113.9",
+    "::1",
+    "2001:db8::1",
+    "netmask 255.255.255.0",
+    "upgrade to 4.2.1.0",
+    "metadata at 169.254.169.254",
+    "::ffff:127.0.0.1",
+    "include_password=True):",
+    "token = Operator",
+    "exp_key = np.array([0, 0, 1, 1])",
+    "cost_per_token = (a * b)",
+    "if token == Punctuation:",
+    "private_key: PrivateKeyTypes,",
+    "Token: the issue is the retry",
+    "x = a[1::2]",
+    "std::vector<int> v;",
+    "git@github.com:acme/ichor.git",
+    "icon@2x.png",
+    "npm i @types/node react@18.2.0",
+    "@@ -12,7 +12,8 @@",
+    "MAC 00:1A:2B:3C:4D:5E",
+    "1.2.3",
+    "+1 vote",
+    "x + 12",
+    "AKIA is the access key prefix",
+    "the sk_test_mode flag",
+    "TELEGRAM_BOT_TOKEN=",
 ]
 
 
@@ -195,6 +298,7 @@ def test_generated_near_misses_are_at_least_95_percent_untouched():
 
 
 # --- placeholders, idempotence, structure ---------------------------------------------------------------
+
 
 def test_scrubbing_is_idempotent_on_the_corpus():
     text, _ = corpus.generate(seed=5, size=60_000)
@@ -278,6 +382,7 @@ def test_kind_lists():
 
 
 # --- find_leaks: what the audit stage fails on ---------------------------------------------------------
+
 
 def test_find_leaks_reports_raw_secrets_of_known_formats():
     text = f"{AKIA}\n{OPENAI_PROJ}\n{corpus.private_key(random.Random(2))}\npostgres://u:{PASSWORD}@db/x"

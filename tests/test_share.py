@@ -81,8 +81,15 @@ def test_share_creates_a_private_repo_with_one_row_file_per_pair_and_a_card(env,
         assert set(row) == {"prompt", "chosen", "rejected", "metadata"}
         assert "telegram" not in json.dumps(row) and "sess-4242" not in json.dumps(row)
     card = env.hub.read(REPO, "README.md").decode()
-    for expected in ("**3 pairs**", "| wrong package manager | 3 |", "| correction | 3 |", "license: cc-by-4.0",
-                     f'load_dataset("{REPO}"', "`metadata.label`", "path: data/*.jsonl"):
+    for expected in (
+        "**3 pairs**",
+        "| wrong package manager | 3 |",
+        "| correction | 3 |",
+        "license: cc-by-4.0",
+        f'load_dataset("{REPO}"',
+        "`metadata.label`",
+        "path: data/*.jsonl",
+    ):
         assert expected in card
     assert store.counts() == {"pending": 0, "kept": 1, "shared": 0, "uploaded": 3}
     assert {store.get(p.id).upload_ref for p in shared} == {result.commits[0]}
@@ -159,8 +166,9 @@ def test_a_share_killed_after_the_hub_took_a_commit_is_finished_by_a_retry_witho
         share_queued(Store({str(store.path)!r}, data_dir={str(store.data_dir)!r}), batch_size=2)
     """)
     child_env = {**os.environ, "HF_ENDPOINT": env.endpoint, "HF_HUB_OFFLINE": "0"}
-    child = subprocess.Popen([sys.executable, "-c", script], env=child_env, stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT)
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], env=child_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         assert env.hub.committed.wait(60), child.communicate(timeout=5)[0]
     finally:
@@ -185,15 +193,23 @@ def _closed_port() -> int:
 
 ERRORS = {
     "no token": (lambda mp, store, hub: mp.delenv("HF_TOKEN"), "no Hugging Face token: export HF_TOKEN="),
-    "bad token": (lambda mp, store, hub: mp.setenv("HF_TOKEN", "hf_notAValidTokenAtAll0000000000"),
-                  "the Hub refused the token in $HF_TOKEN (401)"),
-    "read-only token": (lambda mp, store, hub: mp.setenv("HF_TOKEN", READ_TOKEN),
-                        "the token in $HF_TOKEN may not write to alice/ichor-pairs (403)"),
+    "bad token": (
+        lambda mp, store, hub: mp.setenv("HF_TOKEN", "hf_notAValidTokenAtAll0000000000"),
+        "the Hub refused the token in $HF_TOKEN (401)",
+    ),
+    "read-only token": (
+        lambda mp, store, hub: mp.setenv("HF_TOKEN", READ_TOKEN),
+        "the token in $HF_TOKEN may not write to alice/ichor-pairs (403)",
+    ),
     "network down": (lambda mp, store, hub: None, "can't reach the Hub at http://127.0.0.1:"),
-    "invalid name": (lambda mp, store, hub: store.set_setting("repo", "no spaces allowed"),
-                     "invalid repository name 'no spaces allowed'"),
-    "other token variable": (lambda mp, store, hub: store.set_setting("hf_token_env", "ICHOR_HF"),
-                             "no Hugging Face token: export ICHOR_HF="),
+    "invalid name": (
+        lambda mp, store, hub: store.set_setting("repo", "no spaces allowed"),
+        "invalid repository name 'no spaces allowed'",
+    ),
+    "other token variable": (
+        lambda mp, store, hub: store.set_setting("hf_token_env", "ICHOR_HF"),
+        "no Hugging Face token: export ICHOR_HF=",
+    ),
 }
 
 
@@ -216,8 +232,9 @@ def test_each_error_is_one_line_without_the_token_and_changes_nothing(env, store
 
 def _cli(home, *argv, **env):
     child_env = {**os.environ, "HERMES_HOME": str(home), "HF_HUB_OFFLINE": "0", **env}
-    return subprocess.run([sys.executable, "-m", "ichor.cli", *argv], env=child_env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ichor.cli", *argv], env=child_env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_token_is_in_no_file_log_or_output(env, tmp_path, caplog):
@@ -248,8 +265,13 @@ def test_cli_prints_one_error_line_and_exits_2(env, tmp_path):
     with Store.open(home) as store:
         queue(store, 1)
     child_env = {k: v for k, v in os.environ.items() if k != "HF_TOKEN"}
-    result = subprocess.run([sys.executable, "-m", "ichor.cli", "share"], capture_output=True, text=True,
-                            env={**child_env, "HERMES_HOME": str(home), "HF_ENDPOINT": env.endpoint}, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "ichor.cli", "share"],
+        capture_output=True,
+        text=True,
+        env={**child_env, "HERMES_HOME": str(home), "HF_ENDPOINT": env.endpoint},
+        timeout=120,
+    )
     assert result.returncode == 2
     assert result.stdout == "" and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("ichor: no Hugging Face token: export HF_TOKEN=")
@@ -262,6 +284,8 @@ def test_a_pair_that_still_holds_a_secret_is_refused_and_nothing_is_uploaded(env
     leaky = queue(store, 1, start=1, accepted="use the token ghp_" + "a1B2" * 9)
     with pytest.raises(ShareError) as err:
         share_queued(store, endpoint=env.endpoint)
-    assert str(err.value) == (f"pair {leaky[0].id} still holds 1 secret; nothing was uploaded "
-                              f"(discard it with `ichor discard {leaky[0].id}`)")
+    assert str(err.value) == (
+        f"pair {leaky[0].id} still holds 1 secret; nothing was uploaded "
+        f"(discard it with `ichor discard {leaky[0].id}`)"
+    )
     assert env.hub.repos == {} and store.get(clean[0].id).status == "shared"

@@ -25,7 +25,10 @@ def table_columns(db, table):
 def test_migrate_blank_pins_the_schema(store):
     db = sqlite3.connect(store.path)
     assert [r[0] for r in db.execute("SELECT name FROM _ichor_migrations ORDER BY rowid")] == [
-        "m001_initial", "m002_status_index", "m003_upload_ref"]
+        "m001_initial",
+        "m002_status_index",
+        "m003_upload_ref",
+    ]
     assert [fn.__name__ for fn in MIGRATIONS] == ["m001_initial", "m002_status_index", "m003_upload_ref"]
     assert table_columns(db, "pairs") == [
         ("id", "INTEGER", 0, None, 1),
@@ -224,8 +227,10 @@ def test_eight_writer_processes_lose_and_duplicate_nothing(tmp_path):
     db = tmp_path / "ichor.db"
     Store(db).close()
     script = _writer_script(tmp_path, db)
-    procs = [subprocess.Popen([sys.executable, str(script), str(w), "60"], stdout=subprocess.PIPE, text=True)
-             for w in range(8)]
+    procs = [
+        subprocess.Popen([sys.executable, str(script), str(w), "60"], stdout=subprocess.PIPE, text=True)
+        for w in range(8)
+    ]
     acknowledged = []
     for p in procs:
         out, _ = p.communicate(timeout=120)
@@ -244,7 +249,9 @@ def test_a_writer_killed_mid_write_leaves_a_sound_database(tmp_path):
     rng = random.Random(7)
     acknowledged = []
     for round_ in range(3):
-        proc = subprocess.Popen([sys.executable, str(script), str(round_), "100000"], stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, str(script), str(round_), "100000"], stdout=subprocess.PIPE, text=True
+        )
         first = proc.stdout.readline()  # the writer is running and has committed at least once
         time.sleep(rng.uniform(0.05, 0.4))
         proc.send_signal(signal.SIGKILL)

@@ -27,11 +27,29 @@ from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, Scored
 from pydantic import Field
 
 try:
-    from .reward import DEFAULT_WEIGHTS, TERMS, Anchor, CombinedReward, JudgeReward, Rollout, mean_centre, \
-        neighbour_anchors, pairwise_accuracy
+    from .reward import (
+        DEFAULT_WEIGHTS,
+        TERMS,
+        Anchor,
+        CombinedReward,
+        JudgeReward,
+        Rollout,
+        mean_centre,
+        neighbour_anchors,
+        pairwise_accuracy,
+    )
 except ImportError:  # run as a script, or from an exported atropos_env/ folder
-    from reward import DEFAULT_WEIGHTS, TERMS, Anchor, CombinedReward, JudgeReward, Rollout, mean_centre, \
-        neighbour_anchors, pairwise_accuracy
+    from reward import (
+        DEFAULT_WEIGHTS,
+        TERMS,
+        Anchor,
+        CombinedReward,
+        JudgeReward,
+        Rollout,
+        mean_centre,
+        neighbour_anchors,
+        pairwise_accuracy,
+    )
 
 # Explicit loopback defaults, never the library's localhost:8000 / :9004-9007.
 DEFAULT_POLICY_URL = "http://127.0.0.1:8131/v1"
@@ -75,12 +93,16 @@ def tokenize_rollout(tokenizer, messages: list[dict], completion: str) -> tuple[
 
     ``return_dict=False`` makes transformers 4 and 5 both return a plain list of ints.
     """
-    prompt_ids = list(tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True,
-                                                    return_dict=False))
-    full_ids = list(tokenizer.apply_chat_template([*messages, {"role": "assistant", "content": completion}],
-                                                  tokenize=True, return_dict=False))
+    prompt_ids = list(
+        tokenizer.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+    )
+    full_ids = list(
+        tokenizer.apply_chat_template(
+            [*messages, {"role": "assistant", "content": completion}], tokenize=True, return_dict=False
+        )
+    )
     shared = 0
-    for a, b in zip(prompt_ids, full_ids):
+    for a, b in zip(prompt_ids, full_ids, strict=False):
         if a != b:
             break
         shared += 1
@@ -165,8 +187,9 @@ class IchorEnv(BaseEnv):
 
     async def complete(self, messages: list[dict]) -> str:
         """One short greedy answer from the policy server (the judge's calls)."""
-        completion = await self.server.chat_completion(messages=messages, n=1, max_tokens=8, temperature=0.0,
-                                                       split="eval")
+        completion = await self.server.chat_completion(
+            messages=messages, n=1, max_tokens=8, temperature=0.0, split="eval"
+        )
         return completion.choices[0].message.content or ""
 
     async def raw_scores(self, item: dict, rollouts: list[Rollout]) -> tuple[list[float], dict]:
@@ -185,8 +208,9 @@ class IchorEnv(BaseEnv):
 
     async def sample(self, messages: list[dict], n: int, split: str) -> tuple[list[Rollout], list | None]:
         """``n`` answers; with a managed vllm/sglang server, also the sampled ids, masks and logprobs."""
-        kwargs = dict(messages=messages, n=n, max_tokens=self.config.max_tokens,
-                      temperature=self.config.temperature, split=split)
+        kwargs = dict(
+            messages=messages, n=n, max_tokens=self.config.max_tokens, temperature=self.config.temperature, split=split
+        )
         if not self.config.use_managed_server:
             completion = await self.server.chat_completion(**kwargs)
             return [Rollout(c.message.content or "", c.finish_reason) for c in completion.choices], None
@@ -200,10 +224,16 @@ class IchorEnv(BaseEnv):
         scores, raw = await self.score(item, rollouts)
         if len({round(s, 9) for s in scores}) <= 1:
             return None, []
-        group = ScoredDataGroup(tokens=[], masks=[], scores=[], messages=[],
-                                overrides=[{"raw_score": r, "finish_reason": x.finish_reason}
-                                           for r, x in zip(raw, rollouts)])
-        for i, (rollout, score) in enumerate(zip(rollouts, scores)):
+        group = ScoredDataGroup(
+            tokens=[],
+            masks=[],
+            scores=[],
+            messages=[],
+            overrides=[
+                {"raw_score": r, "finish_reason": x.finish_reason} for r, x in zip(raw, rollouts, strict=False)
+            ],
+        )
+        for i, (rollout, score) in enumerate(zip(rollouts, scores, strict=False)):
             if nodes is not None:
                 tokens, masks = list(nodes[i].tokens), list(nodes[i].masked_tokens)
                 group.setdefault("inference_logprobs", []).append(list(nodes[i].logprobs))
@@ -224,9 +254,13 @@ class IchorEnv(BaseEnv):
         out = []
         for row in rows:
             anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
-            prefs = [await self.judge.versus(self.complete, row["messages"], a, row["accepted"], row["rejected"])
-                     for a in anchors]
-            pref = sum(p * a.weight for p, a in zip(prefs, anchors)) / max(sum(a.weight for a in anchors), 1e-9)
+            prefs = [
+                await self.judge.versus(self.complete, row["messages"], a, row["accepted"], row["rejected"])
+                for a in anchors
+            ]
+            pref = sum(p * a.weight for p, a in zip(prefs, anchors, strict=False)) / max(
+                sum(a.weight for a in anchors), 1e-9
+            )
             out.append([pref, -pref])
         return out
 
@@ -240,20 +274,29 @@ class IchorEnv(BaseEnv):
             anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
             judge = await self.judge.score(self.complete, row["messages"], candidates, anchors) if self.judge else None
             combined = self.reward.score(candidates, anchors, judge)
-            for rollout, value in zip(rollouts, combined[:-1]):
+            for rollout, value in zip(rollouts, combined[:-1], strict=False):
                 won = value > combined[-1]
                 wins += won
                 total += 1
-                samples.append({"uid": row.get("uid"), "messages": row["messages"], "response": rollout.text,
-                                "finish_reason": rollout.finish_reason, "score": value,
-                                "rejected_score": combined[-1], "won": bool(won)})
+                samples.append(
+                    {
+                        "uid": row.get("uid"),
+                        "messages": row["messages"],
+                        "response": rollout.text,
+                        "finish_reason": rollout.finish_reason,
+                        "score": value,
+                        "rejected_score": combined[-1],
+                        "won": bool(won),
+                    }
+                )
         return (wins / total if total else 0.0), samples
 
     async def evaluate(self, *args, **kwargs):
         start = time.time()
         rows = self.eval_items
-        measured = pairwise_accuracy(rows, self.pool, self.reward, k=self.config.eval_neighbours,
-                                     judge=await self.judge_eval_scores(rows))
+        measured = pairwise_accuracy(
+            rows, self.pool, self.reward, k=self.config.eval_neighbours, judge=await self.judge_eval_scores(rows)
+        )
         win_rate, samples = await self.win_rate(rows)
         metrics = {
             "eval/pairs": measured["pairs"],
@@ -265,9 +308,13 @@ class IchorEnv(BaseEnv):
             metrics[f"eval/accuracy_{term}"] = figures["accuracy"]
             metrics[f"eval/ties_{term}"] = figures["ties"]
         self.eval_metrics = list(metrics.items())
-        await self.evaluate_log(metrics, start_time=start, end_time=time.time(), samples=samples,
-                                generation_parameters={"max_tokens": self.config.max_tokens,
-                                                       "temperature": self.config.temperature})
+        await self.evaluate_log(
+            metrics,
+            start_time=start,
+            end_time=time.time(),
+            samples=samples,
+            generation_parameters={"max_tokens": self.config.max_tokens, "temperature": self.config.temperature},
+        )
         return metrics
 
     async def wandb_log(self, wandb_metrics: dict | None = None):

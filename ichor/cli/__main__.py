@@ -2,5 +2,4 @@ import sys
 
 from . import main
 
-
 sys.exit(main())

@@ -34,8 +34,16 @@ def review_data(store) -> dict | None:
     pair = store.oldest_pending()
     if pair is None:
         return None
-    return {"id": pair.id, "kind": pair.kind, "label": pair.label, "user_said": pair.user_said,
-            "prompt": pair.prompt, "rejected": pair.rejected, "accepted": pair.accepted, "scrubbed": pair.scrubbed}
+    return {
+        "id": pair.id,
+        "kind": pair.kind,
+        "label": pair.label,
+        "user_said": pair.user_said,
+        "prompt": pair.prompt,
+        "rejected": pair.rejected,
+        "accepted": pair.accepted,
+        "scrubbed": pair.scrubbed,
+    }
 
 
 def _review(args) -> int:
@@ -80,8 +88,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the pair as JSON, or null when none is pending")
     p.set_defaults(func=_review)
 
-    for verb, text in (("keep", "keep a pair for training; it is never uploaded"),
-                       ("discard", "delete a pair and its stored text")):
+    for verb, text in (
+        ("keep", "keep a pair for training; it is never uploaded"),
+        ("discard", "delete a pair and its stored text"),
+    ):
         p = sub.add_parser(verb, help=text)
         p.add_argument("id", help="the pair id shown on its card")
         p.set_defaults(func=_decide(verb))

@@ -19,10 +19,15 @@ use this command when you want a visible plugin folder, or a profile-specific in
 
 
 def add_parser(subparsers) -> None:
-    parser = subparsers.add_parser("install-plugin", help=HELP, description=DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--home", dest="plugin_home", metavar="PATH",
-                        help="Hermes home (profile) to install into; default --home, $HERMES_HOME or ~/.hermes")
+    parser = subparsers.add_parser(
+        "install-plugin", help=HELP, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--home",
+        dest="plugin_home",
+        metavar="PATH",
+        help="Hermes home (profile) to install into; default --home, $HERMES_HOME or ~/.hermes",
+    )
     parser.add_argument("--force", action="store_true", help="replace an existing, different plugin folder")
     parser.set_defaults(func=run)
 

@@ -8,7 +8,6 @@ import sys
 
 from .common import CliError, print_json, read_json_lines, text_field
 
-
 DETECT_FIELDS = ("prev_user", "prev_assistant", "user", "assistant")
 
 
@@ -18,8 +17,9 @@ def _detect(args) -> int:
     for lineno, obj in read_json_lines():
         texts = [text_field(obj, key, lineno) for key in DETECT_FIELDS]
         result = detect(*texts)
-        print_json({"id": obj.get("id"), "is_correction": result.is_correction, "kind": result.kind,
-                    "label": result.label})
+        print_json(
+            {"id": obj.get("id"), "is_correction": result.is_correction, "kind": result.kind, "label": result.label}
+        )
         sys.stdout.flush()
     return 0
 
@@ -69,21 +69,27 @@ def _eval(args) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "detect", help="classify conversation windows read as JSON lines on stdin",
+        "detect",
+        help="classify conversation windows read as JSON lines on stdin",
         description="Reads JSON lines with prev_user, prev_assistant, user, assistant (and optionally id); "
-                    "writes one line each: {id, is_correction, kind, label}.")
+        "writes one line each: {id, is_correction, kind, label}.",
+    )
     p.set_defaults(func=_detect)
 
     p = sub.add_parser(
-        "scrub", help="scrub secrets and personal data from stdin",
-        description="Prints {text, removed}. With --jsonl, each input line {id, text} gives {id, text, removed}.")
+        "scrub",
+        help="scrub secrets and personal data from stdin",
+        description="Prints {text, removed}. With --jsonl, each input line {id, text} gives {id, text, removed}.",
+    )
     p.add_argument("--jsonl", action="store_true", help="read and write JSON lines")
     p.set_defaults(func=_scrub)
 
     p = sub.add_parser(
-        "eval", help="precision, recall and F1 (95%% Wilson intervals) of the detector on labelled windows",
+        "eval",
+        help="precision, recall and F1 (95%% Wilson intervals) of the detector on labelled windows",
         description="FILE holds JSON lines like the dev set: prev_user, prev_assistant, user, assistant, "
-                    "is_correction and kind (correction, retry or none).")
+        "is_correction and kind (correction, retry or none).",
+    )
     p.add_argument("file", metavar="FILE")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_eval)

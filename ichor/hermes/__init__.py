@@ -81,8 +81,9 @@ def guarded(fallback=None):
             try:
                 return fn(*args, **kwargs)
             except Exception as exc:
-                log.warning("ichor: %s failed, Hermes carries on without it: %s: %s",
-                            fn.__name__, type(exc).__name__, exc)
+                log.warning(
+                    "ichor: %s failed, Hermes carries on without it: %s: %s", fn.__name__, type(exc).__name__, exc
+                )
                 return fallback(exc) if callable(fallback) else fallback
 
         return safe
@@ -99,10 +100,18 @@ class IchorPlugin:
     # ---- hooks --------------------------------------------------------------------------------
 
     @guarded()
-    def post_llm_call(self, session_id="", user_message=None, assistant_response=None, conversation_history=None,
-                      platform="", **_):
-        captured = self.tracker.observe(Turn(str(session_id or ""), str(platform or ""), user_message,
-                                             assistant_response, list(conversation_history or [])))
+    def post_llm_call(
+        self, session_id="", user_message=None, assistant_response=None, conversation_history=None, platform="", **_
+    ):
+        captured = self.tracker.observe(
+            Turn(
+                str(session_id or ""),
+                str(platform or ""),
+                user_message,
+                assistant_response,
+                list(conversation_history or []),
+            )
+        )
         if captured is None:
             return None
         with open_store() as store:
@@ -159,8 +168,20 @@ class IchorPlugin:
             dm = route.chat_type == "dm"
             text = card.render_card(pair) if dm else card.render_card(pair, choices=card.manual_choices(pair.id))
             post = ChatPost(route)
-            post.send(text, on_sent=lambda sent: self.board.open(OpenCard(
-                pair.id, route.platform, route.chat_id, route.chat_type, sent.message_id, self.board.clock(), sent)))
+            post.send(
+                text,
+                on_sent=lambda sent: self.board.open(
+                    OpenCard(
+                        pair.id,
+                        route.platform,
+                        route.chat_id,
+                        route.chat_type,
+                        sent.message_id,
+                        self.board.clock(),
+                        sent,
+                    )
+                ),
+            )
         elif platform in ("cli", "tui"):
             print_to_terminal(card.render_card(pair, choices=card.manual_choices(pair.id)))
         # elsewhere there is no surface: the pair waits for /ichor review

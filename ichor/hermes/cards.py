@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 CLAIM_WINDOW_S = 120.0
 CHOICES = {"k": "keep", "keep": "keep", "s": "share", "share": "share", "d": "discard", "discard": "discard"}

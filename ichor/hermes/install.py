@@ -33,8 +33,9 @@ def install_plugin(home: str | os.PathLike | None = None, force: bool = False) -
     target = paths.hermes_home(home) / "plugins" / paths.PLUGIN_NAME
     files = {"plugin.yaml": manifest_text(), "__init__.py": LOADER}
     if target.exists() and not force:
-        current = {name: (target / name).read_text(encoding="utf-8") if (target / name).exists() else None
-                   for name in files}
+        current = {
+            name: (target / name).read_text(encoding="utf-8") if (target / name).exists() else None for name in files
+        }
         if current != files:
             raise InstallError(f"{target} already exists and differs; pass --force to replace it")
     target.mkdir(parents=True, exist_ok=True)

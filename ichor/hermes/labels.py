@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -31,10 +31,17 @@ def clean_label(text: str) -> str | None:
 
 
 def ask_label(llm, pair) -> str | None:
-    question = (f"The user asked:\n{pair.prompt[-1]['content'][:1500]}\n\nRejected answer:\n{pair.rejected[:1500]}\n\n"
-                f"The user then said:\n{pair.user_said[:600]}")
-    result = llm.complete(messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": question}],
-                          max_tokens=16, temperature=0, timeout=30, purpose="ichor mistake label")
+    question = (
+        f"The user asked:\n{pair.prompt[-1]['content'][:1500]}\n\nRejected answer:\n{pair.rejected[:1500]}\n\n"
+        f"The user then said:\n{pair.user_said[:600]}"
+    )
+    result = llm.complete(
+        messages=[{"role": "system", "content": PROMPT}, {"role": "user", "content": question}],
+        max_tokens=16,
+        temperature=0,
+        timeout=30,
+        purpose="ichor mistake label",
+    )
     return clean_label(getattr(result, "text", "") or "")
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -65,9 +66,16 @@ def route_from_event(event, gateway) -> Route:
         loop, task = asyncio.get_running_loop(), asyncio.current_task()
     except RuntimeError:
         loop, task = None, None
-    return Route(platform=platform_name(source.platform), chat_id=str(source.chat_id or ""),
-                 chat_type=str(source.chat_type or ""), thread_id=source.thread_id or None, adapter=adapter,
-                 loop=loop, task=task, metadata=metadata)
+    return Route(
+        platform=platform_name(source.platform),
+        chat_id=str(source.chat_id or ""),
+        chat_type=str(source.chat_type or ""),
+        thread_id=source.thread_id or None,
+        adapter=adapter,
+        loop=loop,
+        task=task,
+        metadata=metadata,
+    )
 
 
 def session_scope(platform: str) -> str | None:
@@ -107,8 +115,11 @@ class ChatPost:
                 log.warning("ichor: could not post the card to %s: %s", self.route.scope, exc)
                 return
             if getattr(result, "success", True) is False:
-                log.warning("ichor: the %s adapter refused the card: %s", self.route.platform,
-                            getattr(result, "error", "unknown error"))
+                log.warning(
+                    "ichor: the %s adapter refused the card: %s",
+                    self.route.platform,
+                    getattr(result, "error", "unknown error"),
+                )
                 return
             self.message_id = getattr(result, "message_id", None)
             if on_sent is not None:
@@ -157,5 +168,6 @@ def print_to_terminal(text: str) -> None:
 
 
 def can_post(route: Route | None) -> bool:
-    return bool(route and route.adapter is not None and route.loop is not None and route.chat_id
-                and not route.loop.is_closed())
+    return bool(
+        route and route.adapter is not None and route.loop is not None and route.chat_id and not route.loop.is_closed()
+    )
