@@ -276,6 +276,29 @@ class Store:
     def set_label(self, pair_id: int, label: str) -> None:
         self._write("UPDATE pairs SET label = ?, updated_at = ? WHERE id = ?", (label, time.time(), pair_id))
 
+    def replace_texts(self, pair_id: int, edited: NewPair) -> Pair:
+        """``ichor edit``: the pair's texts and label become ``edited``'s (already scrubbed); the rest stays."""
+        cur = self._write(
+            "UPDATE pairs SET label = ?, user_said = ?, prompt_json = ?, rejected = ?, accepted = ?, "
+            "scrubbed_json = ?, updated_at = ? WHERE id = ?",
+            (
+                _valid_text(edited.label),
+                _valid_text(edited.user_said),
+                json.dumps(edited.prompt),
+                _valid_text(edited.rejected),
+                _valid_text(edited.accepted),
+                json.dumps(edited.scrubbed),
+                time.time(),
+                pair_id,
+            ),
+        )
+        if cur.rowcount == 0:
+            raise UnknownPair(pair_id)
+        pair = self.require(pair_id)
+        if pair.status in EXPORTED_STATUSES:
+            self._write_data_file(pair)
+        return pair
+
     def set_status(self, pair_id: int, status: str) -> Pair:
         if status not in STATUSES:
             raise StoreError(f"unknown status {status!r}")

@@ -132,6 +132,14 @@ def _mend_store() -> None:
         setattr(store.Store, name, _INTACT.pop(name))
 
 
+def _ichor_plugin():
+    """The IchorPlugin Hermes registered: the owner of its /ichor handler."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    handler = get_plugin_command_handler("ichor")
+    return getattr(handler, "__self__", None)
+
+
 def _discover(spec: dict | None = None):
     from hermes_cli.plugins import PluginManager, discover_plugins
 
@@ -206,9 +214,8 @@ def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
 
             invoke_hook("on_session_finalize", session_id=agent.session_id, platform="cli", reason="shutdown")
     _wait_for_label_threads()
-    import ichor.hermes as plugin
-
-    tracked = len(plugin.ACTIVE.tracker) if plugin.ACTIVE else None
+    plugin = _ichor_plugin()
+    tracked = len(plugin.tracker) if plugin else None
     return {
         "responses": responses,
         "pairs": _pairs(),
@@ -284,11 +291,10 @@ async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
     from gateway.run import GatewayRunner
     from gateway.session import SessionSource
 
-    import ichor.hermes as plugin
-
+    plugin = _ichor_plugin()
     clock = {"now": 1000.0}
-    if plugin.ACTIVE is not None:
-        plugin.ACTIVE.board.clock = lambda: clock["now"]
+    if plugin is not None:
+        plugin.board.clock = lambda: clock["now"]
     adapter = _recording_adapter()(can_edit=spec.get("can_edit", True))
     config = GatewayConfig(platforms={Platform.TELEGRAM: adapter.config})
     runner = GatewayRunner(config)
@@ -329,7 +335,7 @@ async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
         "sent": adapter.sent,
         "edits": adapter.edits,
         "pairs": _pairs(),
-        "open_cards": len(plugin.ACTIVE.board.open_cards()) if plugin.ACTIVE else 0,
+        "open_cards": len(plugin.board.open_cards()) if plugin else 0,
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..store import Store, StoreError
 
@@ -14,8 +15,11 @@ class CliError(Exception):
 
 
 def open_store(args) -> Store:
+    home = getattr(args, "home", None)
+    if home and not Path(home).expanduser().is_dir():  # a typo must not quietly start an empty store
+        raise CliError(f"no Hermes home at {home} (--home must name an existing folder)")
     try:
-        return Store.open(args.home)
+        return Store.open(home)
     except (OSError, StoreError) as exc:
         raise CliError(f"can't open the pair store: {exc}") from None
 

@@ -15,6 +15,8 @@ def _detect(args) -> int:
     from ..detect import detect
 
     for lineno, obj in read_json_lines():
+        if not any(key in obj for key in DETECT_FIELDS):
+            raise CliError(f"stdin line {lineno}: none of the fields {', '.join(DETECT_FIELDS)}")
         texts = [text_field(obj, key, lineno) for key in DETECT_FIELDS]
         result = detect(*texts)
         print_json(

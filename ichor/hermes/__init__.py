@@ -25,6 +25,7 @@ from pathlib import Path
 from .. import card, commands
 from ..capture import Tracker, Turn
 from ..store import Store
+from ..verbs import Result, Surface
 from .cards import CardBoard, OpenCard
 from .labels import label_in_background
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
@@ -33,8 +34,9 @@ log = logging.getLogger("hermes_plugins.ichor")
 
 HOOKS = ("post_llm_call", "pre_gateway_dispatch", "on_session_finalize")
 COMMAND = "ichor"
-COMMAND_HINT = "[status|review|keep ID|share ID|discard ID|export|share|set …|off|on [--global]|forget-all yes]"
-COMMAND_HELP = "Preference pairs from your corrections: review, keep, share, export, pause"
+COMMAND_HINT = "[" + "|".join(v.name for v in commands.VERBS if v.chat) + "] (/ichor help)"
+COMMAND_HELP = "Preference pairs from your corrections: list, show, keep, share, export, pause"
+CHAT = Surface("chat")
 
 
 def hermes_home():
@@ -141,10 +143,10 @@ class IchorPlugin:
             if pair is None or pair.status != "pending":
                 self.board.close(open_card.pair_id)
                 return None  # decided elsewhere meanwhile: the letter is not ours any more
-            outcome = commands.run(store, f"{choice} {open_card.pair_id}")
+            outcome = commands.decide(commands.Context(store, CHAT), choice, [open_card.pair_id])
         self.board.close(open_card.pair_id)
         if open_card.post is not None:
-            open_card.post.replace(outcome)
+            open_card.post.replace(outcome.text)
         return {"action": "skip", "reason": f"ichor: {choice} pair #{open_card.pair_id}"}
 
     @guarded()
@@ -156,9 +158,9 @@ class IchorPlugin:
     @guarded(fallback=lambda exc: f"ichor: {type(exc).__name__}: {exc}")
     def command(self, raw_args: str = "", *args, **kwargs) -> str:
         with open_store() as store:
-            reply = commands.run(store, raw_args or "", scope=session_scope(""))
-        self._settle_card(raw_args or "", reply)
-        return reply
+            result = commands.run_chat(store, raw_args or "", scope=session_scope(""))
+        self._settle_cards(result)
+        return result.text
 
     # ---- the card -----------------------------------------------------------------------------
 
@@ -166,7 +168,9 @@ class IchorPlugin:
         route = current_route.get()
         if can_post(route):
             dm = route.chat_type == "dm"
-            text = card.render_card(pair) if dm else card.render_card(pair, choices=card.manual_choices(pair.id))
+            text = (
+                card.render_card(pair) if dm else card.render_card(pair, choices=commands.choices_line(pair.id, CHAT))
+            )
             post = ChatPost(route)
             post.send(
                 text,
@@ -183,18 +187,17 @@ class IchorPlugin:
                 ),
             )
         elif platform in ("cli", "tui"):
-            print_to_terminal(card.render_card(pair, choices=card.manual_choices(pair.id)))
+            print_to_terminal(card.render_card(pair, choices=commands.choices_line(pair.id, CHAT)))
         # elsewhere there is no surface: the pair waits for /ichor review
 
-    def _settle_card(self, raw_args: str, reply: str) -> None:
+    def _settle_cards(self, result: Result) -> None:
         """``/ichor keep 4`` while card #4 is open: update that card too."""
-        words = raw_args.split()
-        if len(words) == 2 and words[0].lower() in ("keep", "share", "discard") and words[1].isdigit():
-            if reply.startswith("ichor:"):
-                return  # an error, nothing was decided
-            open_card = self.board.close(int(words[1]))
+        if not result.ok:
+            return
+        for pair_id in result.decided:
+            open_card = self.board.close(pair_id)
             if open_card is not None and open_card.post is not None:
-                open_card.post.replace(reply)
+                open_card.post.replace(result.text)
 
 
 @guarded()
@@ -203,14 +206,9 @@ def save_label(pair_id: int, label: str) -> None:
         store.set_label(pair_id, label)
 
 
-ACTIVE: IchorPlugin | None = None
-
-
 def register(ctx) -> None:
     """Hermes' entry point: wire the hooks and the ``/ichor`` command."""
-    global ACTIVE
     plugin = IchorPlugin(ctx)
     for name in HOOKS:
         ctx.register_hook(name, getattr(plugin, name))
     ctx.register_command(COMMAND, plugin.command, description=COMMAND_HELP, args_hint=COMMAND_HINT)
-    ACTIVE = plugin
