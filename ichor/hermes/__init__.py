@@ -166,7 +166,7 @@ class IchorPlugin:
 
     def show(self, pair, platform: str) -> None:
         route = current_route.get()
-        if can_post(route):
+        if route is not None and can_post(route):
             dm = route.chat_type == "dm"
             text = (
                 card.render_card(pair) if dm else card.render_card(pair, choices=commands.choices_line(pair.id, CHAT))
