@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from hermes_harness import StubLLM, write_home
+from ichor.testing.hermes_harness import StubLLM, write_home
 
 
 class LogTap(logging.Handler):
