@@ -20,12 +20,13 @@ from ichor.store import NewPair
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
-SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def shared_data(name: str) -> Path:
-    """The labelled file ``../shared/data/NAME`` beside the checkout; skips the test when it is not there."""
-    path = SHARED_DATA / name
+    """The labelled file ``../shared/data/NAME`` beside the checkout (or in ``$ICHOR_SHARED_DATA``, for a
+    checkout that lives elsewhere); skips the test with a one-line reason when it is not there."""
+    folder = Path(os.environ.get("ICHOR_SHARED_DATA") or REPO.parent / "shared" / "data")
+    path = folder / name
     if not path.is_file():
         pytest.skip(f"needs the labelled data {path} (not part of a plain clone)")
     return path
