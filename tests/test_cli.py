@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import new_pair
 
 import ichor
 from ichor import DISTRIBUTION, commands, settings, verbs
 from ichor.cli import main
 from ichor.settings import SETTINGS
 from ichor.store import Store
+from tests.support import new_pair
 
 
 def run(capsys, monkeypatch, *argv, stdin=""):

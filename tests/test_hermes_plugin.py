@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hermes_harness import run_scenario
+
+from ichor.testing.hermes_harness import run_scenario
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"
