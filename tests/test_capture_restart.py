@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from hermes_harness import SCRUBBED_ENV, StubLLM, run_scenario, write_home
 
 from ichor.store import STATUSES, Store
+from ichor.testing.hermes_harness import SCRUBBED_ENV, StubLLM, run_scenario, write_home
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hermes_harness import SCRUBBED_ENV, StubLLM, write_home
+
+from ichor.testing.hermes_harness import SCRUBBED_ENV, StubLLM, write_home
 
 REPO = Path(__file__).resolve().parents[1]
 ASK = "list the files in this folder, largest first"
