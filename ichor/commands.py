@@ -18,7 +18,7 @@ from . import DISTRIBUTION, card, pair_edit, settings
 from .export import ExportConfig, write_export
 from .scrub import describe
 from .settings import SettingError
-from .store import EXPORTED_STATUSES, KINDS, STATUSES, Pair, Store, StoreError, UnknownPair
+from .store import EXPORTED_STATUSES, KINDS, STATUSES, Pair, Store, StoreError
 from .verbs import SHELL, Arg, CommandError, Result, Surface, Verb, help_text, parse_chat, suggestion
 
 HUB_EXTRA = f"pip install '{DISTRIBUTION}[hub]'"
@@ -47,8 +47,10 @@ def pair_ref(text: str) -> int | str:
     """A pair id as its card shows it (``3``) or its uid as the audit prints it (32 hex digits)."""
     if len(text) == UID_LENGTH and all(c in "0123456789abcdef" for c in text.lower()):
         return text.lower()
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:  # "²" and huge ids crashed
-        raise argparse.ArgumentTypeError(f"not a pair id: {text!r} (an id from a card, or a pair's uid)")
+    # "²" and huge ids crashed; more than 19 digits can't be a SQLite rowid (and int() refuses 4,300+)
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or not 0 < int(text) < 2**63:
+        shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"not a pair id: {shown!r} (an id from a card, or a pair's uid)")
     return int(text)
 
 
@@ -444,6 +446,3 @@ def run_chat(store: Store | None, argstring: str = "", scope: str | None = None)
         return verb.handler(Context(store, surface), args)
     except (CommandError, StoreError, SettingError) as exc:
         return Result(f"ichor: {exc}", ok=False)
-
-
-__all__ = ["VERBS", "CommandError", "Context", "Result", "run_chat", "UnknownPair", "DISTRIBUTION"]

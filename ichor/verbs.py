@@ -12,7 +12,7 @@ import argparse
 import difflib
 import shlex
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 SurfaceName = Literal["shell", "chat"]
@@ -90,7 +90,6 @@ class Verb:
     args: tuple[Arg, ...] = ()
     chat: bool = True  # offered as /ichor NAME
     needs_store: bool = True
-    examples: tuple[str, ...] = field(default=())
 
     def usage(self, surface: Surface) -> str:
         parts = [a.usage() for a in self.args if surface.name == "shell" or not a.shell_only]

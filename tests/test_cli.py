@@ -191,6 +191,7 @@ def test_share_without_the_hub_extra_names_it(home, capsys, monkeypatch):
         (["keep", "abc"], "not a pair id"),
         (["discard", "0"], "not a pair id"),
         (["show", "9" * 30], "not a pair id"),
+        (["keep", "9" * 5000], "(5000 characters)"),
         (["set", "repo", "../etc"], "invalid repository name"),
         (["set", "repo", "a--b"], "invalid repository name"),
         (["set", "sideways"], "unknown setting 'sideways'"),

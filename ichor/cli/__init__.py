@@ -95,9 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
 def shell_help(parser: argparse.ArgumentParser) -> str:
     """``ichor help``: the verbs, then the shell-only tools."""
     tools_rows = [
-        (f"ichor {a.dest}", (a.help or "").replace("%%", "%"))
-        for a in parser._subparsers._group_actions[0]._choices_actions  # type: ignore[union-attr]
-        if a.dest not in commands.VERB_BY_NAME
+        (f"ichor {name}", text)
+        for name, text in completion.subcommand_helps(parser).items()
+        if name not in commands.VERB_BY_NAME
     ]
     width = max(len(u) for u, _ in tools_rows)
     return (

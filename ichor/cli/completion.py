@@ -52,9 +52,10 @@ def _options(sub: argparse.ArgumentParser) -> list[str]:
     return sorted(o for a in sub._actions for o in a.option_strings if o.startswith("--"))
 
 
-def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
+def subcommand_helps(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each sub-command's one-line help, as ``--help`` shows it."""
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {a.dest: (a.help or "") for a in action._choices_actions}
+    return {a.dest: (a.help or "").replace("%%", "%") for a in action._choices_actions}
 
 
 def bash_script(parser: argparse.ArgumentParser) -> str:
@@ -67,7 +68,7 @@ def bash_script(parser: argparse.ArgumentParser) -> str:
 
 
 def zsh_script(parser: argparse.ArgumentParser) -> str:
-    subs, helps = _commands(parser), _helps(parser)
+    subs, helps = _commands(parser), subcommand_helps(parser)
     described = "\n".join(f"        '{name}:{helps.get(name, '').replace(chr(39), '')}'" for name in subs)
     cases = "\n".join(
         f"        {name}) _arguments {' '.join(_options(sub))} '*: :_files' ;;" for name, sub in subs.items()
