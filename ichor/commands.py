@@ -181,6 +181,8 @@ def show(ctx: Context, args) -> Result:
 
 def edit(ctx: Context, args) -> Result:
     pair = resolve(ctx.db, args.id)
+    if pair.status == "uploaded":
+        raise CommandError(f"pair #{pair.id} is already on the Hub; an edit here would not change that copy")
     saved = pair_edit.edit_in_editor(pair_edit.editable_text(pair))
     if saved == pair_edit.editable_text(pair):
         return Result(f"ichor · pair #{pair.id} unchanged", _record(pair))

@@ -160,6 +160,16 @@ def test_edit_refuses_broken_json_and_keeps_the_pair(home, tmp_path, capsys, mon
         assert store.require(a.id).accepted == a.accepted
 
 
+def test_edit_refuses_an_uploaded_pair(home, capsys, monkeypatch):
+    (a,) = seed(1)
+    with Store.open() as store:
+        store.set_status(a.id, "shared")
+        store.mark_uploaded([a.id], "commit-1")
+    monkeypatch.setenv("EDITOR", "false")
+    code, _, err = run(capsys, monkeypatch, "edit", str(a.id))
+    assert code == 2 and "already on the Hub" in err
+
+
 def test_share_dry_run_lists_the_queue_and_sends_nothing(home, capsys, monkeypatch):
     a, b = seed(2)
     assert "nothing queued" in run(capsys, monkeypatch, "share", "--dry-run")[1]
