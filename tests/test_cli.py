@@ -207,6 +207,7 @@ def test_share_without_the_hub_extra_names_it(home, capsys, monkeypatch):
         (["set", "sideways"], "unknown setting 'sideways'"),
         (["set", "data-dri", "x"], "did you mean data-dir?"),
         (["set", "confirm", "maybe"], "expected on or off"),
+        (["set", "data-dir", "~nosuchuser-ichor/pairs"], "not a usable path"),
         (["kep", "1"], "unknown command 'kep' (did you mean keep?)"),
         (["forget-all"], "confirm with: ichor forget-all yes"),
         (["off"], "ichor off --global"),
