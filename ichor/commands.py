@@ -346,8 +346,10 @@ def show_help(ctx: Context, args) -> Result:
     if not args.verb:
         return Result(help_text(chat_or_all(ctx.surface), ctx.surface))
     verb = VERB_BY_NAME.get(args.verb)
-    if verb is None or (ctx.surface.name == "chat" and not verb.chat):
-        raise CommandError(f"no command {args.verb!r}")
+    if verb is None:
+        raise CommandError(f"no command {args.verb!r}{suggestion(args.verb, sorted(VERB_BY_NAME))}")
+    if ctx.surface.name == "chat" and not verb.chat:
+        raise CommandError(f"{verb.name} runs in a shell only: {SHELL.say(verb.usage(SHELL))}")
     lines = [ctx.surface.say(verb.usage(ctx.surface)), f"  {verb.help}"]
     lines += [f"  {a.name:<10} {a.help}" for a in verb.args if ctx.surface.name == "shell" or not a.shell_only]
     return Result("\n".join(lines))

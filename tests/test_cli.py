@@ -316,6 +316,7 @@ def test_help_texts_and_the_readme_table_come_from_the_command_table(store):
 
 def test_chat_refuses_shell_only_verbs_and_suggests(store):
     assert commands.run_chat(store, "edit 1").text == "ichor: edit runs in a shell only: ichor edit"
+    assert commands.run_chat(store, "help edit").text == "ichor: edit runs in a shell only: ichor edit ID"
     reply = commands.run_chat(store, "reveiw")
     assert not reply.ok and "did you mean review?" in reply.text
 
