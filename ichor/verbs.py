@@ -69,16 +69,15 @@ class Arg:
         return self.name.lstrip("-").replace("-", "_")
 
     def usage(self) -> str:
-        shown = self.metavar or (self.name if self.name.startswith("--") else self.name.upper())
         if self.name.startswith("--"):
-            shown = self.name if self.flag else f"{self.name} {self.metavar or self.dest.upper()}"
-            return f"[{shown}]"
-        if self.choices and not self.metavar:
-            shown = "|".join(self.choices)
-        if self.nargs in ("+",):
+            return f"[{self.name}]" if self.flag else f"[{self.name} {self.metavar or self.dest.upper()}]"
+        shown = self.metavar or ("|".join(self.choices) if self.choices else self.name.upper())
+        if self.nargs == "+":
             return f"{shown}…"
-        if self.nargs in ("?", "*"):
-            return f"[{shown}{'…' if self.nargs == '*' else ''}]"
+        if self.nargs == "*":
+            return f"[{shown}…]"
+        if self.nargs == "?":
+            return f"[{shown}]"
         return shown
 
 
