@@ -2,15 +2,11 @@
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "envs" / "atropos"))
-
-from reward import (  # noqa: E402
+from envs.atropos.reward import (
     Anchor,
     AnchorReward,
     CombinedReward,
@@ -26,6 +22,8 @@ from reward import (  # noqa: E402
     pairwise_accuracy,
     parse_verdict,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PNPM = Anchor(accepted="Use pnpm: run `pnpm install`.", rejected="Run `npm install`.")
 
