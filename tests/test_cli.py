@@ -211,6 +211,7 @@ def test_share_without_the_hub_extra_names_it(home, capsys, monkeypatch):
         (["kep", "1"], "unknown command 'kep' (did you mean keep?)"),
         (["forget-all"], "confirm with: ichor forget-all yes"),
         (["off"], "ichor off --global"),
+        (["status", "\r\n"], "unrecognized arguments: \\r\\n"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(home, capsys, monkeypatch, argv, message):

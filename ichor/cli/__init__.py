@@ -11,7 +11,7 @@ from ..settings import SettingError
 from ..store import StoreError
 from ..verbs import SHELL, CommandError, Result, SuggestingParser, Verb, add_arguments, help_text
 from . import completion, tools
-from .common import CliError, open_store, print_json
+from .common import CliError, one_line, open_store, print_json
 
 DESCRIPTION = """\
 Manage the preference pairs ichor captured from your Hermes conversations, and run the detector
@@ -70,7 +70,7 @@ class _ShellParser(SuggestingParser):
     """argparse whose usage errors are one line, like every other ichor error."""
 
     def error(self, message: str):
-        self.exit(2, f"ichor: {message} (see: {self.prog} --help)\n")
+        self.exit(2, f"ichor: {one_line(message)} (see: {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except (CliError, UnicodeDecodeError, RecursionError) as exc:  # bad input bytes or absurd nesting
-        print(f"ichor: {exc}", file=sys.stderr)
+        print(f"ichor: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ichor: interrupted", file=sys.stderr)

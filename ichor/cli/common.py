@@ -24,6 +24,11 @@ def open_store(args) -> Store:
         raise CliError(f"can't open the pair store: {exc}") from None
 
 
+def one_line(text: str) -> str:
+    """``text`` with control characters (a typed ``\\r`` or newline) escaped, so an error stays one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
 def print_json(data) -> None:
     # A lone surrogate (from a "\ud800" escape in the input) can't be UTF-8; write it back as that escape.
     print(json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"))
