@@ -1,0 +1,119 @@
+"""Provider token formats as data: the rows of ``ichor/data/scrub_catalogue.toml`` turned into scrubber finders.
+
+The rows restate the gitleaks default catalogue (the file names the commit and licence) plus the few formats
+it lacks. A row runs only on text holding one of its keywords (lower case), as in gitleaks, and compiles its
+pattern on first use, so importing the scrubber stays cheap. A match is kept when it is a placeholder or a
+reference (``ichor.scrub_values``), or when its secret is below the row's entropy limit.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import resources
+
+from .scrub_values import kept_value, shannon_entropy
+
+DATA_FILE = "scrub_catalogue.toml"
+DEFAULT_KIND = "api_token"
+
+# The context gitleaks generates around a provider's name for its "semi-generic" rules: the name, up to 20
+# more name characters, optional quotes, an operator, optional quotes or spaces, then the value.
+NAMED_CONTEXT = r"""[ \t\w.-]{0,20}[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x60'"\s=]{0,5}"""
+# Where a token ends: no further token character. gitleaks asks for a quote, space or ";" instead, which
+# lets a key followed by "," ")" or "." go.
+TOKEN_END = r"(?![A-Za-z0-9_+/=-]|\.[A-Za-z0-9])"
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=-]*")
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    kind: str
+    pattern_text: str
+    keywords: tuple[str, ...]
+    entropy: float = 0.0
+    allow: str | None = None
+    source: str = "gitleaks"
+    named: bool = False
+
+    @cached_property
+    def pattern(self) -> re.Pattern:
+        return re.compile(self.pattern_text, re.ASCII)
+
+    @cached_property
+    def allow_pattern(self) -> re.Pattern | None:
+        return re.compile(self.allow) if self.allow else None
+
+    def find(self, text: str) -> Iterator[tuple[int, int]]:
+        for m in self.pattern.finditer(text):
+            span = self._secret_span(m)
+            if span is not None:
+                yield span
+
+    def _secret_span(self, m: re.Match) -> tuple[int, int] | None:
+        group = "secret" if "secret" in self.pattern.groupindex and m.group("secret") is not None else 0
+        start, end = m.span(group)
+        text = m.string
+        if start > 0 and text[start].isalnum() and text[start - 1].isalnum():
+            return None  # inside a longer word
+        if group == 0 or end == m.end():
+            end = _TOKEN_TAIL.match(text, end).end()  # the whole token, not its first N characters
+        value = text[start:end]
+        if self.entropy and shannon_entropy(value) <= self.entropy:
+            return None
+        if kept_value(value) or (self.allow_pattern and self.allow_pattern.fullmatch(value)):
+            return None
+        return start, end
+
+
+def _token_row(raw: dict) -> Row:
+    return Row(
+        id=raw["id"],
+        kind=raw.get("kind", DEFAULT_KIND),
+        pattern_text=raw["pattern"],
+        keywords=tuple(raw["keywords"]),
+        entropy=raw.get("entropy", 0.0),
+        allow=raw.get("allow"),
+        source=raw.get("source", "gitleaks"),
+    )
+
+
+def _named_row(raw: dict) -> Row:
+    value = raw["value"] if raw.get("case") else f"(?i:{raw['value']})"
+    return Row(
+        id=raw["id"],
+        kind=raw.get("kind", DEFAULT_KIND),
+        pattern_text=f"(?i:(?:{raw['names']}){NAMED_CONTEXT})(?P<secret>{value}){TOKEN_END}",
+        keywords=tuple(raw["keywords"]),
+        entropy=raw.get("entropy", 0.0),
+        source=raw.get("source", "gitleaks"),
+        named=True,
+    )
+
+
+def load(text: str | None = None) -> dict:
+    """The parsed data file (its ``catalogue`` header, ``token``, ``named``, ``own`` and ``not_applicable`` rows)."""
+    if text is None:
+        text = resources.files("ichor").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def rows(data: dict | None = None) -> tuple[Row, ...]:
+    """Every token row, then every named row, in file order."""
+    data = data if data is not None else load()
+    return tuple(_token_row(r) for r in data.get("token", ())) + tuple(_named_row(r) for r in data.get("named", ()))
+
+
+def covered_ids(data: dict | None = None) -> set[str]:
+    """The catalogue rule ids that a row or one of ichor's own finders covers."""
+    data = data if data is not None else load()
+    return {
+        r["id"]
+        for section in ("token", "named", "own")
+        for r in data.get(section, ())
+        if r.get("source", "gitleaks") == "gitleaks"
+    }
