@@ -70,6 +70,44 @@ class Row:
         return start, end
 
 
+class KeywordIndex:
+    """Which of many lower-case keywords a text holds, in one scan instead of one substring search each.
+
+    The keywords form a trie turned into one regular expression, tried at every position; a keyword that is a
+    prefix of a longer one found at the same position counts as found too.
+    """
+
+    def __init__(self, keywords):
+        self.keywords = sorted(set(keywords))
+        self.pattern = re.compile(f"(?=({_trie_pattern(self.keywords)}))", re.DOTALL)
+        self.prefixes = {k: {p for p in self.keywords if k.startswith(p)} for k in self.keywords}
+
+    def present(self, lower_text: str) -> set[str]:
+        found: set[str] = set()
+        for longest in set(self.pattern.findall(lower_text)):
+            found |= self.prefixes[longest]
+        return found
+
+
+def _trie_pattern(words: list[str]) -> str:
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return _render(trie)
+
+
+def _render(node: dict) -> str:
+    ends = "" in node
+    branches = [re.escape(char) + _render(child) for char, child in sorted(node.items()) if char]
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    return f"(?:{body})?" if ends else body
+
+
 def _token_row(raw: dict) -> Row:
     return Row(
         id=raw["id"],
