@@ -26,6 +26,9 @@ NAMED_CONTEXT = r"""[ \t\w.-]{0,20}[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)[\x
 # Where a token ends: no further token character. gitleaks asks for a quote, space or ";" instead, which
 # lets a key followed by "," ")" or "." go.
 TOKEN_END = r"(?![A-Za-z0-9_+/=-]|\.[A-Za-z0-9])"
+# Where a named value ends: a quote, space or ";" as in gitleaks, or a closing bracket, "," "&" or a full stop.
+# A value that goes on (Summer.-4-...) is not this row's; the assignment finder takes it whole.
+NAMED_END = r"""(?=[\x60'"\s;,)\]}&]|\\[nr]|\.(?:\s|\Z)|\Z)"""
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=-]*")
 
 
@@ -125,7 +128,7 @@ def _named_row(raw: dict) -> Row:
     return Row(
         id=raw["id"],
         kind=raw.get("kind", DEFAULT_KIND),
-        pattern_text=f"(?i:(?:{raw['names']}){NAMED_CONTEXT})(?P<secret>{value}){TOKEN_END}",
+        pattern_text=f"(?i:(?:{raw['names']}){NAMED_CONTEXT})(?P<secret>{value}){NAMED_END}",
         keywords=tuple(raw["keywords"]),
         entropy=raw.get("entropy", 0.0),
         source=raw.get("source", "gitleaks"),

@@ -56,7 +56,7 @@ _SSN = re.compile(r"-(?<=[0-9]{3}-)(?<![\w.-][0-9]{3}-)[0-9]{2}-[0-9]{4}(?![\w]|
 # (07700 900123, 06 12 34 56 78, 090-1234-5678, (0)30 1234567). International numbers (+44 ...) and North
 # American ones are found by the scrubber's own phone rules.
 _NATIONAL_PHONE = re.compile(
-    r"0(?<![\w+.\[\]/-]0)(?<![0-9][ -]0)[0-9]{1,4}(?:[ .-][0-9]{2,8}){1,4}(?![\w]|[.-][0-9]|/)"
+    r"0(?<![\w+.\[\]/-]0)(?<![0-9][ -]0)[0-9]{1,4}\)?(?:[ .-][0-9]{2,8}){1,4}(?![\w]|[.-][0-9]|/)"
 )
 # Regions tried for a national number, most populous European and Asian plans first.
 PHONE_REGIONS = ("GB", "FR", "DE", "JP", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "AU", "IN", "BR", "KR", "SE")
@@ -101,11 +101,14 @@ def find_national_phones(text: str) -> Iterator[tuple[int, int]]:
         candidate = m.group(0)
         if not 8 <= len(_digits(candidate)) <= 12:
             continue
+        opened = m.start() > 0 and text[m.start() - 1] == "("
+        if candidate.count(")") != opened:
+            continue  # unbalanced: "0)" with no "(", or "(0" with no ")"
         for region in PHONE_REGIONS:
             try:
                 number = phonenumbers.parse(candidate, region)
             except phonenumbers.NumberParseException:
                 continue
             if phonenumbers.is_valid_number(number):
-                yield m.span()
+                yield m.start() - opened, m.end()
                 break
