@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import functools
 import ipaddress
 import re
 import string
@@ -92,6 +93,8 @@ class Rule:
     find: Finder
     # Lower-case substrings at least one of which a match must contain: a cheap pre-check before scanning.
     gate: tuple[str, ...] = ()
+    # True when the finder itself keeps placeholders and references, so the engine need not check again.
+    checks_values: bool = False
 
 
 def _finder(pattern: re.Pattern, check: Check) -> Finder:
@@ -465,26 +468,40 @@ def _normal_name(name: str) -> str:
     return name.lstrip("-").replace("-", "_").replace(".", "_")
 
 
+@functools.lru_cache(maxsize=4096)
+def _name_strength(raw_name: str) -> str | None:
+    """ "strong" for a name that always holds a secret, "weak" for a generic *_KEY, else None."""
+    name = _normal_name(raw_name)
+    if _STRONG_NAME.fullmatch(name):
+        return "strong"
+    return "weak" if _KEY_NAME.fullmatch(name) else None
+
+
 def _assignment_value(
     text: str, raw_name: str, operator: str, start: int, end: int, quote: str | None
 ) -> tuple[int, int] | None:
     """The span of the value when ``name <operator> value`` assigns a secret, else None."""
+    strength = _name_strength(raw_name)
+    if strength is None:
+        return None
     if quote is None:
         while end > start and text[end - 1] in ")]},:":
             end -= 1  # a call's or literal's closing bracket: password=None)
     value = text[start:end]
-    if not value or (quote is None and (value[0] in "([{" or _EXPRESSION.match(value))):
-        return None  # code: tokenizer.eos_token, os.environ[...], get_token(), (a * b)
+    if not value or value.startswith("[REDACTED") or (quote is None and value[0] in "([{"):
+        return None  # already removed, or code: (a * b), [x], {...}
+    if quote is None and _EXPRESSION.match(value):
+        return None  # code: tokenizer.eos_token, os.environ[...], get_token()
     if is_template(value) or is_placeholder(value):
         return None
-    name = _normal_name(raw_name)
-    if _STRONG_NAME.fullmatch(name) is None:
+    if strength == "weak":
         # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
-        weak_ok = _KEY_NAME.fullmatch(name) and len(value) >= 8 and _has_digit_and_letter(value)
-        return (start, end) if weak_ok and " " not in value else None
+        ok = len(value) >= 8 and _has_digit_and_letter(value) and " " not in value
+        return (start, end) if ok else None
     if quote is None and operator == ":" and not _looks_generated(value):
         return None  # prose and annotations: "Token: the issue is", "private_key: PrivateKeyTypes"
     if quote is None:
+        name = _normal_name(raw_name)
         if name.islower() and re.fullmatch(r"[A-Za-z_]+", value):
             return None  # code: token = response, token = Operator
         if value.isdigit() and not re.search(r"(?i)pass|pwd|pw$|pin", name):
@@ -492,7 +509,7 @@ def _assignment_value(
     return start, end
 
 
-ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE)
+ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=True)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -661,17 +678,12 @@ def _home_user(m: re.Match) -> tuple[int, int] | None:
     return m.span("user") if _personal_user(m) else None
 
 
-def _prompt_user(m: re.Match) -> tuple[int, int] | None:
-    # The match starts at "@": the user name of the shell prompt (priya@devbox:~$) is before it.
-    text = m.string
-    start = _walk_back(text, m.start(), _LOCAL_CHARS, 33)
-    user = text[start : m.start()]
-    if not user or not (user[0].isalpha() or user[0] == "_") or (start > 0 and text[start - 1] in "[]@:/"):
-        if not (start > 0 and text[start - 1] == "[" and user):  # [priya@devbox ~]$
-            return None
-    if user.lower() in _GENERIC_USERS:
-        return None
-    return start, m.start()
+# A shell prompt at the start of a line: "priya@devbox:~$", "(venv) priya@devbox:/srv$", "[priya@web-01 app]$".
+_PROMPT = re.compile(
+    r"^[ \t]*(?:\([\w.-]{1,40}\)[ \t]*)?\[?(?P<user>[A-Za-z_][A-Za-z0-9_.-]{0,31})@[A-Za-z0-9][A-Za-z0-9.-]{0,62}"
+    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\])[$#%](?=[ \t]|\r?\n|\Z)",
+    re.MULTILINE,
+)
 
 
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
@@ -692,17 +704,7 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
-    Rule(
-        "user_name",
-        _finder(
-            re.compile(
-                r"@(?<=[A-Za-z0-9_.-]@)[A-Za-z0-9][A-Za-z0-9.-]{0,62}"
-                r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\])[$#%](?=[ \t]|\r?\n|\Z)"
-            ),
-            _prompt_user,
-        ),
-        gate=("@",),
-    ),
+    Rule("user_name", _finder(_PROMPT, _group("user", _personal_user)), gate=("@",)),
     Rule(
         "email",
         _finder(
@@ -762,7 +764,7 @@ PII_RULES: tuple[Rule, ...] = (
 )
 
 CATALOGUE_ROWS = scrub_catalogue.rows()
-CATALOGUE_RULES: tuple[Rule, ...] = tuple(Rule(r.kind, r.find, gate=r.keywords) for r in CATALOGUE_ROWS)
+CATALOGUE_RULES: tuple[Rule, ...] = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in CATALOGUE_ROWS)
 RULES: tuple[Rule, ...] = SECRET_RULES + CATALOGUE_RULES + (ENV_RULE,) + PII_RULES
 LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
     rule for rule, row in zip(CATALOGUE_RULES, CATALOGUE_ROWS, strict=True) if not row.named
@@ -781,7 +783,7 @@ def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
         if rule.gate and present.isdisjoint(rule.gate):
             continue
         pieces, last, hits = [], 0, 0
-        secret = rule.kind in _SECRET_KIND_SET
+        secret = rule.kind in _SECRET_KIND_SET and not rule.checks_values
         for start, end in rule.find(text):
             if start < last or (secret and kept_value(text[start:end])):
                 continue

@@ -74,22 +74,37 @@ class Row:
 
 
 class KeywordIndex:
-    """Which of many lower-case keywords a text holds, in one scan instead of one substring search each.
+    """Which of many lower-case keywords a text may hold, in one scan instead of one substring search each.
 
-    The keywords form a trie turned into one regular expression, tried at every position; a keyword that is a
-    prefix of a longer one found at the same position counts as found too.
+    The keywords form a trie turned into one regular expression; a scan finds the longest keyword at each
+    position it reaches and skips what that keyword covers. A keyword hidden there either lies inside the one
+    found or starts inside it and runs on, so every such keyword counts as present too: the answer may hold a
+    few keywords too many (a rule runs for nothing), never one too few.
     """
 
     def __init__(self, keywords):
         self.keywords = sorted(set(keywords))
-        self.pattern = re.compile(f"(?=({_trie_pattern(self.keywords)}))", re.DOTALL)
-        self.prefixes = {k: {p for p in self.keywords if k.startswith(p)} for k in self.keywords}
+        self.pattern = re.compile(_trie_pattern(self.keywords), re.DOTALL)
+        self._covered: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
 
     def present(self, lower_text: str) -> set[str]:
         found: set[str] = set()
-        for longest in set(self.pattern.findall(lower_text)):
-            found |= self.prefixes[longest]
+        for keyword in set(self.pattern.findall(lower_text)):
+            inside, running_on = self._hidden_by(keyword)
+            found |= inside
+            found.update(k for k in running_on if k not in found and k in lower_text)
         return found
+
+    def _hidden_by(self, found: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The keywords inside ``found``, and those that could start inside it and run on (checked one by one)."""
+        if found not in self._covered:
+            tails = [found[i:] for i in range(1, len(found))]
+            inside = frozenset(k for k in self.keywords if k in found)
+            running_on = frozenset(
+                k for k in self.keywords if k not in inside and any(k.startswith(tail) for tail in tails)
+            )
+            self._covered[found] = (inside, running_on)
+        return self._covered[found]
 
 
 def _trie_pattern(words: list[str]) -> str:

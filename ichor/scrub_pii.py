@@ -62,8 +62,11 @@ _NATIONAL_PHONE = re.compile(
 PHONE_REGIONS = ("GB", "FR", "DE", "JP", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "AU", "IN", "BR", "KR", "SE")
 
 
+_SEPARATORS = str.maketrans("", "", " -.()")
+
+
 def _digits(s: str) -> str:
-    return "".join(c for c in s if c.isdigit())
+    return s.translate(_SEPARATORS)
 
 
 def find_cards(text: str) -> Iterator[tuple[int, int]]:

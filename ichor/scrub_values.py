@@ -65,6 +65,10 @@ _TEMPLATE_STARTS = ("${", "{{", "<%", "$(", "%(")
 _CODE_STARTS = ("process.env", "os.environ", "os.getenv", "getenv", "env(", "env.", "environ", "secrets.", "vars.")
 
 
+# Placeholders are typed by hand: a longer value is data, whatever it contains.
+_LONGEST_PLACEHOLDER = 200
+
+
 def shannon_entropy(value: str) -> float:
     """Bits per character, as gitleaks computes it for a rule's entropy limit."""
     if not value:
@@ -77,6 +81,8 @@ def is_placeholder(value: str) -> bool:
     """A value written to be replaced, not a real secret."""
     if not value:
         return True
+    if len(value) > _LONGEST_PLACEHOLDER:
+        return len(set(value[:64])) == 1 and len(set(value)) == 1
     if value.lower() in _WORD_VALUES or len(set(value)) == 1:
         return True
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
