@@ -283,16 +283,23 @@ def hostile_texts() -> dict[str, str]:
     }
 
 
+HOSTILE_REPEATS = 5
+
+
 def hostile() -> dict:
+    """Each hostile text's best time of HOSTILE_REPEATS runs: the scrubber's cost, not the machine's other load."""
     from ichor.scrub import scrub
 
     times = {}
     for name, text in hostile_texts().items():
-        start = time.perf_counter()
-        scrub(text)
-        times[name] = round((time.perf_counter() - start) * 1000, 2)
+        best = float("inf")
+        for _ in range(HOSTILE_REPEATS):
+            start = time.perf_counter()
+            scrub(text)
+            best = min(best, time.perf_counter() - start)
+        times[name] = round(best * 1000, 2)
     worst = max(times, key=times.get)
-    return {"chars": HOSTILE_N, "ms": times, "worst": worst, "worst_ms": times[worst]}
+    return {"chars": HOSTILE_N, "repeats": HOSTILE_REPEATS, "ms": times, "worst": worst, "worst_ms": times[worst]}
 
 
 def compare(tools: dict) -> dict:

@@ -763,14 +763,44 @@ PII_RULES: tuple[Rule, ...] = (
     Rule("phone", scrub_pii.find_national_phones, gate=("0",)),
 )
 
-CATALOGUE_ROWS = scrub_catalogue.rows()
-CATALOGUE_RULES: tuple[Rule, ...] = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in CATALOGUE_ROWS)
-RULES: tuple[Rule, ...] = SECRET_RULES + CATALOGUE_RULES + (ENV_RULE,) + PII_RULES
-LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
-    rule for rule, row in zip(CATALOGUE_RULES, CATALOGUE_ROWS, strict=True) if not row.named
-)
 _SECRET_KIND_SET = frozenset(SECRET_KINDS)
-_GATES = scrub_catalogue.KeywordIndex(g for rule in RULES for g in rule.gate)
+
+
+@dataclass(frozen=True)
+class _RuleSets:
+    catalogue_rows: tuple[scrub_catalogue.Row, ...]
+    catalogue: tuple[Rule, ...]
+    rules: tuple[Rule, ...]
+    leak: tuple[Rule, ...]
+    gates: scrub_catalogue.KeywordIndex
+
+
+@functools.cache
+def _rule_sets() -> _RuleSets:
+    """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
+    rows = scrub_catalogue.rows()
+    catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
+    rules = SECRET_RULES + catalogue + (ENV_RULE,) + PII_RULES
+    leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
+        rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
+    )
+    gates = scrub_catalogue.KeywordIndex(g for rule in rules for g in rule.gate)
+    return _RuleSets(rows, catalogue, rules, leak, gates)
+
+
+_LAZY = {
+    "CATALOGUE_ROWS": "catalogue_rows",
+    "CATALOGUE_RULES": "catalogue",
+    "RULES": "rules",
+    "LEAK_RULES": "leak",
+}
+
+
+def __getattr__(name: str):
+    """RULES, LEAK_RULES, CATALOGUE_RULES and CATALOGUE_ROWS, built on first access."""
+    if name in _LAZY:
+        return getattr(_rule_sets(), _LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- public API ----------------------------------------------------------------------------------------
@@ -778,7 +808,7 @@ _GATES = scrub_catalogue.KeywordIndex(g for rule in RULES for g in rule.gate)
 
 def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     removed: dict[str, int] = {}
-    present = _GATES.present(text.lower())
+    present = _rule_sets().gates.present(text.lower())
     for rule in rules:
         if rule.gate and present.isdisjoint(rule.gate):
             continue
@@ -809,12 +839,12 @@ def scrub(text: str) -> Scrubbed:
     """
     if not text:
         return Scrubbed(text or "", {})
-    result = _apply(text, RULES)
+    result = _apply(text, _rule_sets().rules)
     removed = result.removed
     for _ in range(MAX_PASSES - 1):
         if not result.removed:
             break
-        result = _apply(result.text, RULES)
+        result = _apply(result.text, _rule_sets().rules)
         removed = merge_counts(removed, result.removed)
     return Scrubbed(result.text, removed)
 
@@ -836,7 +866,7 @@ def scrub_cut(text: str, limit: int, mark: str = "…") -> str:
 
 def find_leaks(text: str) -> dict[str, int]:
     """Secrets of a known format still present in ``text`` (what the audit stage fails on)."""
-    return _apply(text, LEAK_RULES).removed if text else {}
+    return _apply(text, _rule_sets().leak).removed if text else {}
 
 
 def merge_counts(*counts: dict[str, int] | None) -> dict[str, int]:
