@@ -15,12 +15,32 @@ import math
 import re
 from collections import Counter
 
-# Marks of a value written to be replaced: documentation keys (AWS's ...EXAMPLE), runs of X or *, ellipses,
-# "your ... here", angle-bracket names, and the counting sequences people type instead of a key.
-_PLACEHOLDER_MARK = re.compile(
-    r"(?i)x{4,}|\*{3,}|\.{3}|\u2026|0{8,}|example|your[_\- ]|placeholder|changeme|change[_-]me|replace[_-]?me|"
-    r"redacted|<[^<>]{1,40}>|1234567890|abcdefghij|(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])"
+# Marks of a value written to be replaced (looked for in its lower case): documentation keys (AWS's ...EXAMPLE),
+# runs of X or *, ellipses, "your ... here", and the counting sequences people type instead of a key.
+_PLACEHOLDER_MARKS = (
+    "xxxx",
+    "***",
+    "...",
+    "\u2026",
+    "00000000",
+    "example",
+    "your_",
+    "your-",
+    "your ",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "replaceme",
+    "replace_me",
+    "replace-me",
+    "redacted",
+    "1234567890",
+    "abcdefghij",
 )
+_ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
+_SAMPLE_WORDS = ("dummy", "fake", "sample", "foobar")
+_SAMPLE_WORD = re.compile(r"(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])")
 # A value that names what belongs there instead of being it: PASSWORD, YOUR_TOKEN, DB_PASS.
 _NAMING_VALUE = re.compile(r"[A-Z][A-Z_]{1,40}")
 _WORD_VALUES = {
@@ -87,7 +107,12 @@ def is_placeholder(value: str) -> bool:
         return True
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
         return True
-    return _PLACEHOLDER_MARK.search(value) is not None
+    low = value.lower()
+    if any(mark in low for mark in _PLACEHOLDER_MARKS):
+        return True
+    if "<" in value and _ANGLE_NAME.search(value):
+        return True
+    return any(word in low for word in _SAMPLE_WORDS) and _SAMPLE_WORD.search(low) is not None
 
 
 def is_template(value: str) -> bool:
