@@ -163,7 +163,8 @@ def _find_private_keys(text: str) -> Iterator[tuple[int, int]]:
         end = None if no_end_after is not None else _PEM_END.search(text, begin.end())
         if end is None:
             no_end_after = begin.end()  # no END anywhere further on: don't look again
-            pos = _PEM_BODY.match(text, begin.end()).end()
+            body = _PEM_BODY.match(text, begin.end())
+            pos = body.end() if body else begin.end()
         else:
             pos = end.end()
         yield begin.start(), pos
@@ -446,7 +447,8 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
         name = _NAME_REVERSED.match(reversed_text, len(text) - m.start())
         if name is None:
             continue
-        start = _SPACES.match(text, m.end()).end()
+        spaces = _SPACES.match(text, m.end())
+        start = spaces.end() if spaces else m.end()
         quote = text[start] if start < len(text) and text[start] in "\"'" else None
         end = ends[quote](start + 1) if quote else ends["bare"](start)
         in_run = in_run + 1 if end == run_end else 1
@@ -812,7 +814,8 @@ def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     for rule in rules:
         if rule.gate and present.isdisjoint(rule.gate):
             continue
-        pieces, last, hits = [], 0, 0
+        pieces: list[str] = []
+        last = hits = 0
         secret = rule.kind in _SECRET_KIND_SET and not rule.checks_values
         for start, end in rule.find(text):
             if start < last or (secret and kept_value(text[start:end])):

@@ -64,7 +64,7 @@ class Row:
         if start > 0 and text[start].isalnum() and text[start - 1].isalnum():
             return None  # inside a longer word
         if group == 0 or end == m.end():
-            end = _TOKEN_TAIL.match(text, end).end()  # the whole token, not its first N characters
+            end = _token_end(text, end)  # the whole token, not its first N characters
         value = text[start:end]
         if self.entropy and shannon_entropy(value) <= self.entropy:
             return None
@@ -124,6 +124,11 @@ def _render(node: dict) -> str:
         return ""
     body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
     return f"(?:{body})?" if ends else body
+
+
+def _token_end(text: str, pos: int) -> int:
+    tail = _TOKEN_TAIL.match(text, pos)
+    return tail.end() if tail else pos
 
 
 def _token_row(raw: dict) -> Row:
