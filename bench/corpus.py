@@ -227,8 +227,11 @@ def api_token(rng):
         if r.kind == "api_token" and not r.named and r.source == "gitleaks" and "(?P<secret>" not in r.pattern_text
     ]
     while True:
-        text, _ = sample(rng.choice(rows).pattern_text, rng)
-        if len(set(text)) > 8:  # a random sample can come out all zeros; real tokens don't
+        row = rng.choice(rows)
+        text, _ = sample(row.pattern_text, rng)
+        # A token carries its row's keyword (facebook's is a word nearby, not part of the token: skip those);
+        # a random sample can come out all zeros, real tokens don't.
+        if any(k in text.lower() for k in row.keywords) and len(set(text)) > 8:
             return text
 
 
