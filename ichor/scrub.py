@@ -6,9 +6,14 @@ the first dot of an IPv4 address) with the word boundary checked by a fixed-widt
 regex engine jumps between anchors instead of trying every position; every nested repeat is bounded or
 unambiguous, so backtracking stays bounded per anchor. The whole text is always scrubbed; nothing is cut.
 
-Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]`` and home folders keep their
-shape (``/home/[USER]/...``). Placeholders never match a rule and count as word characters at every boundary,
-so scrubbing is idempotent.
+Three sources of rules run in order: ichor's own format rules, the provider formats of the gitleaks catalogue
+(``ichor.scrub_catalogue``, data in ``ichor/data/scrub_catalogue.toml``), then ichor's own logic for named
+assignments, command lines, key blocks, home paths and PII (numbers checked by ``ichor.scrub_pii``'s validators).
+A value that is a placeholder or a reference (``ichor.scrub_values``) is kept whichever rule matched it.
+
+Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``,
+``[SSN]``, and home folders and prompts keep their shape (``/home/[USER]/...``). Placeholders never match a rule
+and count as word characters at every boundary, so scrubbing is idempotent.
 
 >>> scrub("mail me at ada@corp.io").text
 'mail me at [EMAIL]'
