@@ -286,8 +286,8 @@ def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _find_cli_secrets(text: str) -> Iterator[tuple[int, int]]:
-    """Secrets passed to a command line as an option's argument."""
-    for start, end in _cli_candidates(text):
+    """Secrets passed to a command line as an option's argument, left to right like every finder."""
+    for start, end in sorted(_cli_candidates(text)):
         if text[start] in "\"'":
             start, end = start + 1, end - 1
         value = text[start:end]
@@ -815,24 +815,50 @@ def __getattr__(name: str):
 
 def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     removed: dict[str, int] = {}
-    present = _rule_sets().gates.present(text.lower())
+    first_lower = text.lower()
+    present = _rule_sets().gates.present(first_lower)
+    lower: str | None = first_lower
     for rule in rules:
         if rule.gate and present.isdisjoint(rule.gate):
             continue
-        pieces: list[str] = []
-        last = hits = 0
-        secret = rule.kind in _SECRET_KIND_SET and not rule.checks_values
-        for start, end in rule.find(text):
-            if start < last or (secret and kept_value(text[start:end])):
-                continue
-            pieces += (text[last:start], placeholder(rule.kind))
-            last = end
-            hits += 1
-        if hits:
-            pieces.append(text[last:])
-            text = "".join(pieces)
-            removed[rule.kind] = removed.get(rule.kind, 0) + hits
+        if lower is not None:
+            scrub_catalogue.remember_lower(text, lower)
+        spans = _kept_spans(text, rule)
+        if spans:
+            text, lower = _replace(text, lower, spans, placeholder(rule.kind))
+            removed[rule.kind] = removed.get(rule.kind, 0) + len(spans)
     return Scrubbed(text, removed)
+
+
+def _kept_spans(text: str, rule: Rule) -> list[tuple[int, int]]:
+    """The rule's spans, left to right, without overlaps and without placeholders or references."""
+    spans: list[tuple[int, int]] = []
+    last = 0
+    check = rule.kind in _SECRET_KIND_SET and not rule.checks_values
+    for start, end in rule.find(text):
+        if start < last or (check and kept_value(text[start:end])):
+            continue
+        spans.append((start, end))
+        last = end
+    return spans
+
+
+def _replace(text: str, lower: str | None, spans: list[tuple[int, int]], mark: str) -> tuple[str, str | None]:
+    """``text`` with each span replaced by ``mark``, and its lower case kept in step (so it isn't recomputed)."""
+    new_text = _join(text, spans, mark)
+    if lower is None or len(lower) != len(text):
+        return new_text, None  # lower-casing changed the length: positions don't line up, recompute when needed
+    return new_text, _join(lower, spans, mark.lower())
+
+
+def _join(text: str, spans: list[tuple[int, int]], mark: str) -> str:
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces += (text[last:start], mark)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 MAX_PASSES = 4

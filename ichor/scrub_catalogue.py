@@ -32,6 +32,32 @@ NAMED_END = r"""(?=[\x60'"\s;,)\]}&]|\\[nr]|\.(?:\s|\Z)|\Z)"""
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=-]*")
 
 
+# A row's match lies near one of its keywords (inside it, as a rule): a row scans only from REACH_BEFORE
+# characters before each keyword to REACH_AFTER after it (longer tokens are followed to their end), unless a
+# keyword occurs more than MANY_KEYWORDS times, when scanning the whole text is as cheap.
+REACH_BEFORE = 300
+REACH_AFTER = 1300
+MANY_KEYWORDS = 64
+# The last text lower-cased, and its lower case: the rows run one after another on the same text. One tuple,
+# replaced whole, so a thread never pairs a text with another text's lower case.
+_LOWERED: tuple[str, str] = ("", "")
+
+
+def _lower(text: str) -> str:
+    cached = _LOWERED
+    if cached[0] is text:
+        return cached[1]
+    lower = text.lower()
+    remember_lower(text, lower)
+    return lower
+
+
+def remember_lower(text: str, lower: str) -> None:
+    """Tell the rows the lower case of the text they are about to scan (the engine keeps it in step)."""
+    global _LOWERED
+    _LOWERED = (text, lower)
+
+
 @dataclass(frozen=True)
 class Row:
     id: str
@@ -52,10 +78,34 @@ class Row:
         return re.compile(self.allow) if self.allow else None
 
     def find(self, text: str) -> Iterator[tuple[int, int]]:
-        for m in self.pattern.finditer(text):
-            span = self._secret_span(m)
-            if span is not None:
-                yield span
+        windows = self._windows(text)
+        for start, end in windows if windows is not None else [(0, len(text))]:
+            for m in self.pattern.finditer(text, start, end):
+                span = self._secret_span(m)
+                if span is not None:
+                    yield span
+
+    def _windows(self, text: str) -> list[tuple[int, int]] | None:
+        """The stretches of ``text`` around this row's keywords, merged; None to scan the whole text."""
+        lower = _lower(text)
+        if len(lower) != len(text):
+            return None  # lower-casing changed the length (rare Unicode): positions no longer line up
+        starts: list[int] = []
+        for keyword in self.keywords:
+            pos = lower.find(keyword)
+            while pos != -1:
+                starts.append(pos)
+                if len(starts) > MANY_KEYWORDS:
+                    return None
+                pos = lower.find(keyword, pos + 1)
+        windows: list[tuple[int, int]] = []
+        for pos in sorted(starts):
+            start, end = max(0, pos - REACH_BEFORE), min(len(text), pos + REACH_AFTER)
+            if windows and start <= windows[-1][1]:
+                windows[-1] = (windows[-1][0], end)
+            else:
+                windows.append((start, end))
+        return windows
 
     def _secret_span(self, m: re.Match) -> tuple[int, int] | None:
         group = "secret" if "secret" in self.pattern.groupindex and m.group("secret") is not None else 0
@@ -74,37 +124,26 @@ class Row:
 
 
 class KeywordIndex:
-    """Which of many lower-case keywords a text may hold, in one scan instead of one substring search each.
+    """Which of many lower-case keywords a text holds, in one scan instead of one substring search each.
 
-    The keywords form a trie turned into one regular expression; a scan finds the longest keyword at each
-    position it reaches and skips what that keyword covers. A keyword hidden there either lies inside the one
-    found or starts inside it and runs on, so every such keyword counts as present too: the answer may hold a
-    few keywords too many (a rule runs for nothing), never one too few.
+    The keywords of two or more characters form a trie turned into one regular expression, tried (as a lookahead)
+    at every position, so keywords that overlap are all seen; a keyword that is a prefix of a longer one found at
+    the same position counts as found too. One-character keywords are plain substring checks.
     """
 
     def __init__(self, keywords):
         self.keywords = sorted(set(keywords))
-        self.pattern = re.compile(_trie_pattern(self.keywords), re.DOTALL)
-        self._covered: dict[str, tuple[frozenset[str], frozenset[str]]] = {}
+        self.chars = [k for k in self.keywords if len(k) == 1]
+        longer = [k for k in self.keywords if len(k) > 1]
+        self.pattern = re.compile(f"(?=({_trie_pattern(longer)}))", re.DOTALL) if longer else None
+        self.prefixes = {k: frozenset(p for p in longer if k.startswith(p)) for k in longer}
 
     def present(self, lower_text: str) -> set[str]:
-        found: set[str] = set()
-        for keyword in set(self.pattern.findall(lower_text)):
-            inside, running_on = self._hidden_by(keyword)
-            found |= inside
-            found.update(k for k in running_on if k not in found and k in lower_text)
+        found = {c for c in self.chars if c in lower_text}
+        if self.pattern is not None:
+            for longest in set(self.pattern.findall(lower_text)):
+                found |= self.prefixes[longest]
         return found
-
-    def _hidden_by(self, found: str) -> tuple[frozenset[str], frozenset[str]]:
-        """The keywords inside ``found``, and those that could start inside it and run on (checked one by one)."""
-        if found not in self._covered:
-            tails = [found[i:] for i in range(1, len(found))]
-            inside = frozenset(k for k in self.keywords if k in found)
-            running_on = frozenset(
-                k for k in self.keywords if k not in inside and any(k.startswith(tail) for tail in tails)
-            )
-            self._covered[found] = (inside, running_on)
-        return self._covered[found]
 
 
 def _trie_pattern(words: list[str]) -> str:
