@@ -259,12 +259,15 @@ _CLI_LONG = re.compile(
 # -p: the password glued to it for the MySQL family (mysql -pSECRET), the next word for tools where -p means
 # password (twine, sshpass, docker login); elsewhere -p is a port, a parent folder or a plugin.
 _CLI_P = re.compile(rf"-p(?<=\s-p)(?:(?P<glued>{_SECRET_WORD})|[ \t]+(?P<spaced>{_SECRET_WORD}))")
-_GLUED_P_COMMAND = re.compile(r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mysqlsh)\b")
+# Command names start with a literal (no leading \b), so the engine skips between candidates; the character
+# before a name is checked afterwards.
+_GLUED_P_COMMAND = re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb|mysqlsh)\b")
 _SPACED_P_COMMAND = re.compile(
-    r"\b(?:twine|sshpass|docker login|podman login|nerdctl login|buildah login|skopeo login|helm registry login|"
+    r"(?:twine|sshpass|docker login|podman login|nerdctl login|buildah login|skopeo login|helm registry login|"
     r"smbclient)\b"
 )
 _COMMAND_REACH = 300  # how far back on the line the command may be
+_WORD_CHAR = re.compile(r"[\w-]")
 
 
 def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
@@ -276,7 +279,11 @@ def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
         group = "glued" if m.group("glued") is not None else "spaced"
         if group not in commands:  # every command's position, found once: each -p then costs a bisect
             pattern = _GLUED_P_COMMAND if group == "glued" else _SPACED_P_COMMAND
-            commands[group] = [c.start() for c in pattern.finditer(text)]
+            commands[group] = [
+                c.start()
+                for c in pattern.finditer(text)
+                if c.start() == 0 or not _WORD_CHAR.match(text[c.start() - 1])
+            ]
         reach = max(0, m.start() - _COMMAND_REACH)
         line_start = text.rfind("\n", reach, m.start()) + 1 or reach
         before = commands[group]
