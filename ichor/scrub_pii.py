@@ -115,3 +115,17 @@ def find_national_phones(text: str) -> Iterator[tuple[int, int]]:
             if phonenumbers.is_valid_number(number):
                 yield m.start() - opened, m.end()
                 break
+
+
+def warm() -> None:
+    """Import the validators and load every tried region's numbering plan now, not on the first number."""
+    import phonenumbers
+    from stdnum import iban, luhn  # noqa: F401
+    from stdnum.us import ssn  # noqa: F401
+
+    for region in PHONE_REGIONS:
+        for sample in ("0123 456789", "07700 900123", "0612345678"):
+            try:
+                phonenumbers.is_valid_number(phonenumbers.parse(sample, region))
+            except phonenumbers.NumberParseException:
+                pass
