@@ -412,11 +412,12 @@ _EXPRESSION = re.compile(
     r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
 )
 _NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
-_NAME_GATE_RE = re.compile("|".join(_NAME_GATE))
+_NAME_GATE_RE = re.compile("|".join(_NAME_GATE), re.IGNORECASE)
+_REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 
 # Only the operator is matched, never the value, so an operator inside another assignment's value
 # (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON connection string) is examined too.
-_OPERATOR = re.compile(r"=>|:=|[:=](?!=)")
+_OPERATOR = re.compile(r"=>|:=|=(?!=)|:(?<!\[REDACTED:)(?!=)")  # not the ":" of a placeholder
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(
     r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
@@ -451,16 +452,17 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
     for m in _OPERATOR.finditer(text):
         if m.start() < taken_until:
             continue  # inside a value already removed
-        tail = text[max(0, m.start() - 20) : m.start()].lower()
-        if not _NAME_GATE_RE.search(tail):
+        if not _NAME_GATE_RE.search(text, max(0, m.start() - 20), m.start()):
             continue  # cheap pre-check: no secret-like name ends right before the operator
+        spaces = _SPACES.match(text, m.end())
+        start = spaces.end() if spaces else m.end()
+        if text.startswith(_REMOVED, start):
+            continue  # the value is already a placeholder (the engine's second pass)
         if reversed_text is None:
             reversed_text = text[::-1]
         name = _NAME_REVERSED.match(reversed_text, len(text) - m.start())
         if name is None:
             continue
-        spaces = _SPACES.match(text, m.end())
-        start = spaces.end() if spaces else m.end()
         quote = text[start] if start < len(text) and text[start] in "\"'" else None
         end = ends[quote](start + 1) if quote else ends["bare"](start)
         in_run = in_run + 1 if end == run_end else 1

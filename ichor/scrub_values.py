@@ -38,8 +38,8 @@ _PLACEHOLDER_MARKS = (
     "1234567890",
     "abcdefghij",
 )
+_MARK = re.compile("|".join(re.escape(m) for m in _PLACEHOLDER_MARKS))
 _ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
-_SAMPLE_WORDS = ("dummy", "fake", "sample", "foobar")
 _SAMPLE_WORD = re.compile(r"(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])")
 # A value that names what belongs there instead of being it: PASSWORD, YOUR_TOKEN, DB_PASS.
 _NAMING_VALUE = re.compile(r"[A-Z][A-Z_]{1,40}")
@@ -108,11 +108,9 @@ def is_placeholder(value: str) -> bool:
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
         return True
     low = value.lower()
-    if any(mark in low for mark in _PLACEHOLDER_MARKS):
+    if _MARK.search(low) or ("<" in value and _ANGLE_NAME.search(value)):
         return True
-    if "<" in value and _ANGLE_NAME.search(value):
-        return True
-    return any(word in low for word in _SAMPLE_WORDS) and _SAMPLE_WORD.search(low) is not None
+    return _SAMPLE_WORD.search(low) is not None
 
 
 def is_template(value: str) -> bool:
