@@ -269,3 +269,41 @@ def test_export_states_names_only_uids_the_store_held(store):
     store.discard(gone.id)
     states = store.export_states([kept.uid, pending.uid, gone.uid, "someoneelses"])
     assert states == {kept.uid: "exported", pending.uid: "pending", gone.uid: "forgotten"}
+
+
+def test_the_audit_drops_files_whose_pair_the_store_no_longer_has_and_says_how_many(home, tmp_path, capsys):
+    from pipelines import audit
+
+    folder = tmp_path / "pairs"
+    with Store.open() as store:
+        store.set_setting("data_dir", str(folder))
+        kept, gone, again = (store.set_status(store.add_pair(new_pair(n)).id, "kept") for n in (1, 2, 3))
+        stale = {p.uid: (folder / f"ichor-{p.uid}.jsonl").read_text() for p in (gone, again)}
+        store.discard(gone.id)
+        store.set_status(again.id, "pending")
+    for uid, text in stale.items():  # files a crash or an older ichor left behind
+        (folder / f"ichor-{uid}.jsonl").write_text(text)
+    other = json.loads(stale[gone.uid]) | {"uid": "anotherprofile1"}
+    (folder / "ichor-anotherprofile1.jsonl").write_text(json.dumps(other) + "\n")
+
+    config = audit.AuditConfig(
+        pairs_dir=str(folder),
+        sample_dir=str(tmp_path / "none"),
+        out=str(tmp_path / "audited.jsonl"),
+        metrics=str(tmp_path / "audit.json"),
+    )
+    stats = audit.audit(config)
+    uids = [json.loads(line)["uid"] for line in (tmp_path / "audited.jsonl").read_text().splitlines()]
+    assert sorted(uids) == sorted([kept.uid, "anotherprofile1"])
+    assert stats["dropped_not_in_store"] == 2
+    assert "2 dropped as no longer in the pair store" in capsys.readouterr().out
+
+
+def test_the_audit_without_a_visible_store_drops_nothing_and_says_so(tmp_path, monkeypatch):
+    from pipelines import audit
+
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "no-home"))
+    records = [{"uid": "a1"}, {"uid": "b2"}]
+    stats: dict = {}
+    assert list(audit.without_forgotten(records, tmp_path / "no-home" / "ichor.db", stats)) == records
+    assert stats["dropped_not_in_store"] == 0 and stats["store"].startswith("not checked")
