@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -64,3 +65,19 @@ def make_dirs(path: Path) -> Path:
             continue  # another process made it first: theirs to mode, not ours to change
         os.chmod(created, 0o700)  # mkdir's mode is filtered by the umask
     return Path(path)
+
+
+def open_private(path: str | os.PathLike, mode: str = "w"):
+    """Open ``path`` for writing as a file only its owner can read (0600), never through a symbolic link.
+
+    A link planted where an export is written could point anywhere the user can write; it is refused.
+    Text mode writes a lone surrogate as its backslash escape rather than failing.
+    """
+    flags = os.O_CREAT | os.O_WRONLY | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    if Path(path).is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link; ichor does not write through links", os.fspath(path))
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_TRUNC
+    if "b" in mode:
+        return os.fdopen(fd, mode)
+    return os.fdopen(fd, mode, encoding="utf-8", errors="backslashreplace")
