@@ -51,6 +51,10 @@ class ReadOnlyStore(StoreError):
         super().__init__(f"the pair store {path} is read-only: nothing was changed")
 
 
+class DamagedStore(StoreError):
+    """The database was damaged; it has been moved aside and a fresh one started."""
+
+
 class UnknownPair(StoreError):
     def __init__(self, pair_id):
         super().__init__(f"no pair with id {pair_id}")
@@ -154,6 +158,21 @@ def _is_read_only(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "readonly" in str(exc).replace("-", "").replace(" ", "")
 
 
+def _writable(db: sqlite3.Connection) -> bool:
+    """Whether SQLite can write ``db``: a read-only file opens without error and fails at the first write."""
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("PRAGMA user_version = 0")  # a header write, rolled back below
+    except sqlite3.OperationalError as exc:
+        if _is_read_only(exc):
+            return False
+        raise
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+    return True
+
+
 def _create_private_file(path: Path) -> None:
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
     os.close(fd)
@@ -180,7 +199,9 @@ class Store:
         if not read_only:
             paths.ensure_private_dir(self.path.parent)
         self._db = self._connect()
-        if not read_only:
+        if not read_only and not _writable(self._db):
+            self.read_only = True  # the file or its folder can't be written: reads work, writes say so
+        if not self.read_only:
             self._clean_leftovers()
 
     @classmethod
@@ -274,9 +295,15 @@ class Store:
 
     @contextmanager
     def _damage_guard(self) -> Iterator[None]:
-        """Damage a query finds past the header (a bad page) is handled as at open: the file is moved aside."""
+        """SQLite errors as one line: a read-only file says so; damage a query finds past the header (a
+        bad page) is handled as at open, the file moved aside and a fresh one started."""
         try:
             yield
+        except sqlite3.OperationalError as exc:
+            if _is_read_only(exc):
+                self.read_only = True
+                raise ReadOnlyStore(self.path) from None
+            raise StoreError(f"the pair store {self.path}: {exc}") from exc  # locked, disk full, I/O
         except sqlite3.DatabaseError as exc:
             if not _is_corruption(exc):
                 raise
@@ -285,10 +312,7 @@ class Store:
             self._db.close()
             moved = _move_aside(self.path)
             self._db = self._open_and_migrate()
-            log.warning(
-                "ichor: database %s was damaged (%s); moved it to %s and started a new one", self.path, exc, moved
-            )
-            raise StoreError(
+            raise DamagedStore(
                 f"the pair store {self.path} was damaged ({exc}); moved it to {moved.name} and started a new one"
             ) from None
 
@@ -520,6 +544,9 @@ class Store:
         try:
             rows = self._read("SELECT DISTINCT data_dir FROM pairs WHERE data_dir IS NOT NULL")
             removed = datadir.clean_temp_files([self.data_dir, *(Path(r[0]) for r in rows)])
+        except DamagedStore as exc:  # this scan reads every row, so it is where damage usually shows
+            log.warning("ichor: %s", exc)
+            return
         except (StoreError, OSError) as exc:
             log.warning("ichor: can't check the data directory for leftover temp files: %s", exc)
             return
