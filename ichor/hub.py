@@ -114,16 +114,18 @@ class Hub:
         token_env: str,
         endpoint: str | None = None,
         *,
-        connect_timeout: float = CONNECT_TIMEOUT_S,
-        read_timeout: float = READ_TIMEOUT_S,
-        deadline: float = DEADLINE_S,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        deadline: float | None = None,
     ):
         require_client()
         from huggingface_hub import HfApi
 
         self._api = HfApi(endpoint=endpoint, token=token, library_name="ichor")
         self._token, self.token_env, self.endpoint = token, token_env, self._api.endpoint
-        self.connect_timeout, self.read_timeout, self.deadline = connect_timeout, read_timeout, deadline
+        self.connect_timeout = connect_timeout or CONNECT_TIMEOUT_S
+        self.read_timeout = read_timeout or READ_TIMEOUT_S
+        self.deadline = deadline or DEADLINE_S
         self._repo_id: str | None = None
 
     # ---- the one place a call is made ---------------------------------------------------------
@@ -186,7 +188,8 @@ class Hub:
 
     def owner(self) -> str:
         """The user the token belongs to."""
-        name = self._call("whoami", self._api.whoami)["name"]
+        info = self._call("whoami", self._api.whoami)
+        name = info.get("name") if isinstance(info, dict) else None
         if not isinstance(name, str) or not name:
             raise self._error(f"the Hub at {self.endpoint} sent an answer to whoami without a user name")
         return name
