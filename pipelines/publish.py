@@ -25,6 +25,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ichor.hub import Hub, HubError, PublicRepoRefused, one_line
 from ichor.share import card_front_matter
@@ -204,7 +205,7 @@ def open_hub(config: PublishConfig) -> Hub:
         raise PipelineError(str(exc)) from None
 
 
-def push_to_hub(config: PublishConfig, hub: Hub, tag: str) -> dict:
+def push_to_hub(config: PublishConfig, hub: Hub, tag: str) -> dict[str, Any]:
     """Create or check the repository and commit and tag the data, unless the tag is already there."""
     repo_id = hub.repo_id(config.repo)
     files, rows = build_commit(config, repo_id, tag)
@@ -215,7 +216,7 @@ def push_to_hub(config: PublishConfig, hub: Hub, tag: str) -> dict:
             f"{repo_id} is public on the Hub but hub.visibility is private: nothing was pushed "
             "(make it private on the Hub, or pass --allow-public)"
         ) from None
-    result = {
+    result: dict[str, Any] = {
         "pushed": True,
         "repo": repo_id,
         "revision": None,
@@ -266,7 +267,7 @@ def publish(config: PublishConfig) -> dict:
     if config.visibility not in ("private", "public"):
         raise PipelineError(f"hub.visibility must be private or public, not {config.visibility!r}")
     if not config.push and not config.dry_run:
-        result = {
+        result: dict[str, Any] = {
             "pushed": False,
             "reason": "hub.push is false in params.yaml",
             "repo": config.repo,
