@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import datadir, paths
+from . import datadir, paths, settings
 from .migrations import MIGRATIONS, migrate
 
 log = logging.getLogger("ichor")
@@ -510,7 +510,7 @@ class Store:
         """The data dir the settings name (absolute), ignoring ``ICHOR_DATA_DIR``."""
         if self._data_dir_override:
             return self._data_dir_override
-        setting = self.get_setting("data_dir")
+        setting = settings.get(self, "data_dir")
         return Path(setting).expanduser().absolute() if setting else self.path.parent / "pairs"
 
     @property
