@@ -1,10 +1,10 @@
 """The card shows what keep would store: the request, line breaks, scrubbed counts and where to read it all."""
 
 import pytest
-from conftest import new_pair
 
 from ichor import card
 from ichor.scrub import describe
+from tests.support import new_pair
 
 PRIYA = "My colleague Priya Raman set up our payroll DB; her password is Tr0ub4dor-payroll. How do I connect?"
 

@@ -9,10 +9,9 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import new_pair
-
 from ichor import datadir
 from ichor.store import Store
+from tests.support import new_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 

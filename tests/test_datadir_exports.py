@@ -6,9 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import new_pair
 
 from ichor import commands
+from tests.support import new_pair
 
 ROOT = Path(__file__).resolve().parent.parent
 

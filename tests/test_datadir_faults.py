@@ -7,20 +7,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import new_pair
 
 from ichor import paths
 from ichor.store import ReadOnlyStore, Store, StoreError
+from tests.support import new_pair
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
 
 # Root ignores permission bits, so a read-only mount is simulated as fault_scenarios does: every write
 # under the folder fails with EROFS and SQLite opens files there with mode=ro.
-READ_ONLY_CLI = f"""
+READ_ONLY_CLI = """
 import sys
-sys.path.insert(0, {str(TESTS)!r})
-from fault_scenarios import ReadOnly
+from ichor.testing.fault_scenarios import ReadOnly
 ReadOnly(sys.argv[1]).on()
 from ichor.cli import main
 sys.exit(main(sys.argv[2:]))
