@@ -242,8 +242,8 @@ def push_to_hub(config: PublishConfig, hub: Hub, tag: str) -> dict[str, Any]:
 def push_to_dvc_remote(export_dir: str) -> dict | None:
     """Push the export's data version to the workspace's default DVC remote; None when there is none."""
     try:
-        from dvc.exceptions import DvcException, NotDvcRepoError
-        from dvc.repo import Repo
+        from dvc.exceptions import DvcException, NotDvcRepoError  # type: ignore[import-untyped]
+        from dvc.repo import Repo  # type: ignore[import-untyped]
     except ImportError:
         return None
     try:
