@@ -83,6 +83,16 @@ def write_file(target: Path, body: str) -> None:
         raise
 
 
+def read_file(path: Path) -> str | None:
+    """The text of a regular data file, or None when there is none (another process may remove it any time)."""
+    try:
+        if path.is_symlink():
+            return None
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError, UnicodeDecodeError):
+        return None
+
+
 def remove_file(path: Path) -> bool:
     try:
         path.unlink()

@@ -408,7 +408,7 @@ class Store:
     def _mirror(self, pair: Pair, folder: Path, old_dir: str | None) -> None:
         target = folder / self._file_name(pair.uid)
         body = json.dumps(pair.to_record(), ensure_ascii=False, sort_keys=True) + "\n"
-        if not (target.is_file() and not target.is_symlink() and target.read_text(encoding="utf-8") == body):
+        if datadir.read_file(target) != body:
             datadir.write_file(target, body)
         with self._transaction() as db:
             row = db.execute("SELECT status, data_dir FROM pairs WHERE id = ?", (pair.id,)).fetchone()

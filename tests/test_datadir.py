@@ -24,15 +24,26 @@ def data_files(folder: Path) -> list[str]:
 
 
 RACER = """
-import sys, time
+import os, sys, time
 from ichor.store import Store, StoreError
 db, verb, ids, start = sys.argv[1], sys.argv[2], [int(i) for i in sys.argv[3].split(",")], float(sys.argv[4])
+real_fsync = os.fsync
+def slow_disk(fd):  # widen the window between a decision and its file, as a busy disk does
+    real_fsync(fd)
+    time.sleep(0.003)
+os.fsync = slow_disk
 store = Store(db)
 while time.time() < start:
     pass
+def decided(pid):  # "chase": discard each pair the moment a keep commits it, inside the keep's file write
+    give_up = time.time() + 2
+    while time.time() < give_up and getattr(store.get(pid), "status", None) == "pending":
+        pass
 for pid in ids:
     try:
-        store.discard(pid) if verb == "discard" else store.set_status(pid, verb)
+        if verb == "chase":
+            decided(pid)
+        store.discard(pid) if verb in ("discard", "chase") else store.set_status(pid, verb)
     except StoreError:
         pass  # the other process discarded it first
 """
@@ -49,7 +60,7 @@ def test_keep_and_discard_racing_in_separate_processes_leave_no_orphan(tmp_path,
     arg = ",".join(map(str, ids))
     racers = [
         subprocess.Popen([sys.executable, "-c", RACER, str(db), verb, arg, str(start)], env={**os.environ})
-        for verb in ("kept", "discard", "shared")
+        for verb in ("kept", "chase", "shared")
     ]
     assert [p.wait(timeout=120) for p in racers] == [0, 0, 0]
     with Store(db) as store:
