@@ -300,12 +300,12 @@ def publish(config: PublishConfig) -> dict:
         return manifest
 
     hub = open_hub(config)
+    dvc_remote = push_to_dvc_remote(config.export_dir)  # first: a failed push leaves nothing tagged on the Hub
     try:
         result = push_to_hub(config, hub, tag)
     except HubError as exc:
         raise PipelineError(str(exc)) from None
     result["tag_source"] = source
-    dvc_remote = push_to_dvc_remote(config.export_dir)
     if dvc_remote:
         result["dvc_remote"] = dvc_remote
     write_json(config.metrics, result)
