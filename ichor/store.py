@@ -164,9 +164,8 @@ def _writable(db: sqlite3.Connection) -> bool:
         db.execute("BEGIN IMMEDIATE")
         db.execute("PRAGMA user_version = 0")  # a header write, rolled back below
     except sqlite3.OperationalError as exc:
-        if _is_read_only(exc):
-            return False
-        raise
+        # Busy or locked says nothing about writability; the write that meets it reports it.
+        return not _is_read_only(exc)
     finally:
         if db.in_transaction:
             db.execute("ROLLBACK")
