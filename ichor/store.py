@@ -399,6 +399,8 @@ class Store:
                 "UPDATE pairs SET status = ?, data_dir = ?, updated_at = ? WHERE id = ?",
                 (status, str(folder) if folder else None, time.time(), pair_id),
             )
+            if folder is not None:
+                db.execute("INSERT OR IGNORE INTO data_dirs (path) VALUES (?)", (str(folder),))
         pair = self.require(pair_id)
         if folder is not None:
             self._mirror(pair, folder, old_dir)
@@ -541,9 +543,9 @@ class Store:
     def _clean_leftovers(self) -> None:
         """Remove the temp files that writers killed mid-write left in any folder this store writes to."""
         try:
-            rows = self._read("SELECT DISTINCT data_dir FROM pairs WHERE data_dir IS NOT NULL")
+            rows = self._read("SELECT path FROM data_dirs")
             removed = datadir.clean_temp_files([self.data_dir, *(Path(r[0]) for r in rows)])
-        except DamagedStore as exc:  # this scan reads every row, so it is where damage usually shows
+        except DamagedStore as exc:
             log.warning("ichor: %s", exc)
             return
         except (StoreError, OSError) as exc:
@@ -566,6 +568,7 @@ class Store:
             folder = self.data_dir
             with self._transaction() as db:
                 db.execute("UPDATE pairs SET data_dir = ? WHERE id = ?", (str(folder), pair.id))
+                db.execute("INSERT OR IGNORE INTO data_dirs (path) VALUES (?)", (str(folder),))
             self._mirror(pair, folder, old_dir)
             written += 1
         return written

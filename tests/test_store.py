@@ -56,6 +56,7 @@ def test_migrate_blank_pins_the_schema(store):
         ("data_dir", "TEXT", 0, None, 0),
     ]
     assert table_columns(db, "forgotten") == [("uid", "TEXT", 0, None, 1), ("forgotten_at", "REAL", 1, None, 0)]
+    assert table_columns(db, "data_dirs") == [("path", "TEXT", 0, None, 1)]
     assert table_columns(db, "settings") == [("key", "TEXT", 0, None, 1), ("value", "TEXT", 1, None, 0)]
     indexes = {r[1] for r in db.execute("PRAGMA index_list(pairs)")}
     assert "pairs_status_id" in indexes
