@@ -360,6 +360,17 @@ def test_the_deadline_bounds_an_operation_made_of_many_requests(env, store, quic
         share_queued(store, endpoint=env.endpoint)
 
 
+@pytest.mark.timeout(120)
+def test_the_deadline_bounds_a_request_the_client_retries_with_backoff(env, store, quick_timeouts):
+    queue(store, 2)
+    # huggingface_hub retries the preupload call on a timeout, sleeping 1, 2, 4, 8, 8 s between tries
+    env.hub.hang_on = ("POST", f"/api/datasets/{REPO}/preupload/")
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    assert str(err.value) == f"the Hub at {env.endpoint} did not finish the commit within 5 s"
+    assert store.counts()["shared"] == 2 and data_paths(env) == []
+
+
 def _leaked_pieces(message: str, token: str, piece: int = 6) -> list[str]:
     return [token[i : i + piece] for i in range(len(token) - piece + 1) if token[i : i + piece] in message]
 
