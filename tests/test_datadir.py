@@ -105,10 +105,18 @@ def test_discard_from_a_shell_without_the_override_removes_the_file_the_agent_wr
     )
     assert proc.returncode == 0, proc.stderr
     assert len(data_files(agent_dir)) == 1
-    with Store.open(home) as shell_store:  # no ICHOR_DATA_DIR here
-        assert shell_store.data_dir != agent_dir
-        shell_store.discard(pid)
+    shell_env = {k: v for k, v in os.environ.items() if k != "ICHOR_DATA_DIR"}
+    discard = subprocess.run(
+        [sys.executable, "-m", "ichor.cli", "--home", str(home), "discard", str(pid)],
+        env={**shell_env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert discard.returncode == 0 and discard.stdout.strip() == f"ichor · pair #{pid} discarded", discard
     assert data_files(agent_dir) == []
+    with Store.open(home) as store:
+        assert store.data_dir != agent_dir and store.get(pid) is None
 
 
 def test_forget_all_removes_files_in_every_data_dir_the_pairs_went_to(tmp_path, monkeypatch):
