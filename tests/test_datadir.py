@@ -325,3 +325,22 @@ def test_the_audit_without_a_visible_store_drops_nothing_and_says_so(tmp_path, m
     stats: dict = {}
     assert list(audit.without_forgotten(records, tmp_path / "no-home" / "ichor.db", stats)) == records
     assert stats["dropped_not_in_store"] == 0 and stats["store"].startswith("not checked")
+
+
+def test_the_cli_warns_in_one_line_when_the_override_differs_from_the_setting(tmp_path, monkeypatch):
+    monkeypatch.delenv("ICHOR_DATA_DIR", raising=False)
+    home, configured, override = tmp_path / "home", tmp_path / "configured", tmp_path / "override"
+    with Store.open(home) as store:
+        store.set_setting("data_dir", str(configured))
+        pid = store.add_pair(new_pair(1)).id
+    proc = subprocess.run(
+        [sys.executable, "-m", "ichor.cli", "--home", str(home), "keep", str(pid)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), "ICHOR_DATA_DIR": str(override)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"ichor · pair #{pid} kept (private)"
+    [warning] = proc.stderr.strip().splitlines()
+    assert f"ICHOR_DATA_DIR={override} overrides the data_dir setting ({configured})" in warning
+    assert len(data_files(override)) == 1 and data_files(configured) == []
