@@ -3,8 +3,9 @@
 The card is the human check before anything is kept, so it shows what ``keep`` would store: the
 request the answers respond to (the last user message of the prompt, and how many earlier messages
 come with it), what the user said, both answers with their line breaks, what the scrubber removed,
-and the command that prints the whole pair. Long texts show their first ``MAX_LINES`` lines and say
-how many more there are, so nothing stored is hidden without the card saying so.
+and the command that prints the whole pair. Long texts show their first ``MAX_LINES`` lines (within a
+character budget per block, so the card fits one chat message) and say how many more there are, so
+nothing stored is hidden without the card saying so.
 
 ``surface`` is where the card is read: ``"chat"`` (Hermes, where ``/ichor`` commands work) or
 ``"shell"`` (the ``ichor`` command line); it picks the wording of the commands the card names.
@@ -18,6 +19,8 @@ from .store import Pair
 SURFACES = ("chat", "shell")
 MAX_LINES = 15
 MAX_LINE_CHARS = 200
+# Characters per block, so that a whole card stays one chat message (Telegram's limit is 4,096).
+BUDGETS = {"prompt": 700, "user_said": 400, "answer": 1000}
 INDENT = "  "
 CHOICES = "reply k keep · s share · d discard"
 OUTCOMES = {
@@ -36,18 +39,26 @@ def command(surface: str, verb: str, pair_id: int | None = None) -> str:
     return f"{prefix} {verb}" if pair_id is None else f"{prefix} {verb} {pair_id}"
 
 
-def excerpt(text: str, max_lines: int = MAX_LINES, width: int = MAX_LINE_CHARS) -> list[str]:
-    """The first ``max_lines`` lines of ``text``, each cut to ``width``, and a line saying what is left out."""
+def excerpt(text: str, max_lines: int = MAX_LINES, width: int = MAX_LINE_CHARS, budget: int = 1000) -> list[str]:
+    """The first lines of ``text`` (at most ``max_lines``, each cut to ``width``, ``budget`` characters in
+    all), and a line saying how many lines are left out."""
     lines = text.splitlines() or [""]
-    shown = [line if len(line) <= width else line[: width - 1] + "…" for line in lines[:max_lines]]
-    if len(lines) > max_lines:
-        more = len(lines) - max_lines
+    shown: list[str] = []
+    used = 0
+    for line in lines[:max_lines]:
+        room = min(width, budget - used)
+        if room <= 1 and shown:
+            break
+        shown.append(line if len(line) <= room else line[: max(room - 1, 0)] + "…")
+        used += min(len(line), room)
+    more = len(lines) - len(shown)
+    if more:
         shown.append(f"… {more} more line{'s' if more != 1 else ''}")
     return shown
 
 
-def _block(title: str, text: str) -> list[str]:
-    return [title, *(INDENT + line for line in excerpt(text))]
+def _block(title: str, text: str, budget: int) -> list[str]:
+    return [title, *(INDENT + line for line in excerpt(text, budget=budget))]
 
 
 def _request(pair: Pair) -> tuple[str, int]:
@@ -75,10 +86,10 @@ def render(pair: Pair, surface: str = "chat", choices: str | None = None) -> str
     prompt_title = "prompt" + (f" (+{earlier} earlier message{'s' if earlier != 1 else ''})" if earlier else "")
     lines = [
         title,
-        *_block(f"{prompt_title}:", request),
-        *_block("you said:", pair.user_said),
-        *_block("rejected:", pair.rejected),
-        *_block("accepted:", pair.accepted),
+        *_block(f"{prompt_title}:", request, BUDGETS["prompt"]),
+        *_block("you said:", pair.user_said, BUDGETS["user_said"]),
+        *_block("rejected:", pair.rejected, BUDGETS["answer"]),
+        *_block("accepted:", pair.accepted, BUDGETS["answer"]),
         f"scrubbed: {describe(pair.scrubbed)}",
         f"whole pair, as it would be stored: {command(surface, 'show', pair.id)}",
     ]

@@ -91,3 +91,14 @@ def test_everything_a_short_pair_stores_is_on_its_card(store):
     text = card.render(p, "shell")
     for stored in (p.prompt[-1]["content"], *p.user_said.splitlines(), p.rejected, p.accepted, p.label):
         assert stored in text
+
+
+def test_a_card_of_huge_texts_fits_one_chat_message_and_says_what_it_left_out(store):
+    wide = "\n".join("y" * 199 for _ in range(40))
+    p = store.add_pair(
+        new_pair(6, prompt=[{"role": "user", "content": wide}], user_said=wide, rejected=wide, accepted=wide)
+    )
+    text = card.render(p, "chat")
+    assert len(text) < 4096
+    assert text.count("more lines") == 4  # every block says it was cut
+    assert f"/ichor show {p.id}" in text
