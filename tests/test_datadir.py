@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.bench_datadir import RACER
 from ichor import datadir
 from ichor.store import Store
 from tests.support import new_pair
@@ -21,32 +22,6 @@ def data_files(folder: Path) -> list[str]:
 
 
 # ------------------------------------------------------------------- keep and discard racing
-
-
-RACER = """
-import os, sys, time
-from ichor.store import Store, StoreError
-db, verb, ids, start = sys.argv[1], sys.argv[2], [int(i) for i in sys.argv[3].split(",")], float(sys.argv[4])
-real_fsync = os.fsync
-def slow_disk(fd):  # widen the window between a decision and its file, as a busy disk does
-    real_fsync(fd)
-    time.sleep(0.003)
-os.fsync = slow_disk
-store = Store(db)
-while time.time() < start:
-    pass
-def decided(pid):  # "chase": discard each pair the moment a keep commits it, inside the keep's file write
-    give_up = time.time() + 2
-    while time.time() < give_up and getattr(store.get(pid), "status", None) == "pending":
-        pass
-for pid in ids:
-    try:
-        if verb == "chase":
-            decided(pid)
-        store.discard(pid) if verb in ("discard", "chase") else store.set_status(pid, verb)
-    except StoreError:
-        pass  # the other process discarded it first
-"""
 
 
 def test_keep_and_discard_racing_in_separate_processes_leave_no_orphan(tmp_path, monkeypatch):
@@ -188,6 +163,7 @@ def test_a_relative_data_dir_setting_is_read_as_stored(tmp_path, monkeypatch):
 
 KILLED_WRITER = """
 import os, sys, time
+from bench.bench_datadir import RACER
 from ichor import datadir
 from ichor.store import Store
 real_fsync = os.fsync
