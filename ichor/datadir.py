@@ -102,7 +102,8 @@ def remove_file(path: Path) -> bool:
 
 
 def _process_gone(pid: int) -> bool:
-    if pid == os.getpid():
+    # On Windows os.kill(pid, 0) sends CTRL_C_EVENT rather than probing: leave such files alone there.
+    if pid == os.getpid() or os.name == "nt":
         return False
     try:
         os.kill(pid, 0)

@@ -77,7 +77,8 @@ def open_private(path: str | os.PathLike, mode: str = "w"):
     if Path(path).is_symlink():
         raise OSError(errno.ELOOP, "is a symbolic link; ichor does not write through links", os.fspath(path))
     fd = os.open(path, flags, 0o600)
-    os.fchmod(fd, 0o600)  # an existing file keeps its old mode through O_TRUNC
+    if hasattr(os, "fchmod"):  # POSIX: an existing file keeps its old mode through O_TRUNC
+        os.fchmod(fd, 0o600)
     if "b" in mode:
         return os.fdopen(fd, mode)
     return os.fdopen(fd, mode, encoding="utf-8", errors="backslashreplace")
