@@ -31,6 +31,12 @@ OUTCOMES = {
 }
 
 
+def preview(text: str, limit: int = 400) -> str:
+    """One paragraph of at most ``limit`` characters: for one-line listings, not for the card."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
 def command(surface: str, verb: str, pair_id: int | None = None) -> str:
     """How to type ``verb`` where the card is read: ``/ichor keep 4`` in chat, ``ichor keep 4`` in a shell."""
     if surface not in SURFACES:

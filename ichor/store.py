@@ -418,6 +418,17 @@ class Store:
             elif old_dir and old_dir != str(folder):
                 datadir.remove_file(Path(old_dir) / target.name)  # the pair moved to another data dir
 
+    def _write_data_file(self, pair: Pair) -> None:
+        """Rewrite a kept pair's data file (after its texts changed), in the folder it was written to."""
+        rows = self._read("SELECT data_dir FROM pairs WHERE id = ?", (pair.id,))
+        recorded = rows[0][0] if rows else None
+        folder = Path(recorded) if recorded else self.data_dir
+        if not recorded:
+            with self._transaction() as db:
+                db.execute("UPDATE pairs SET data_dir = ? WHERE id = ?", (str(folder), pair.id))
+                db.execute("INSERT OR IGNORE INTO data_dirs (path) VALUES (?)", (str(folder),))
+        self._mirror(pair, folder, None)
+
     def mark_uploaded(self, pair_ids: Iterable[int], upload_ref: str) -> int:
         ids = list(pair_ids)
         if not ids:

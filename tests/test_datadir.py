@@ -320,3 +320,17 @@ def test_the_cli_warns_in_one_line_when_the_override_differs_from_the_setting(tm
     [warning] = proc.stderr.strip().splitlines()
     assert f"ICHOR_DATA_DIR={override} overrides the data_dir setting ({configured})" in warning
     assert len(data_files(override)) == 1 and data_files(configured) == []
+
+
+def test_rewriting_a_kept_pairs_file_goes_where_it_was_written(tmp_path, monkeypatch):
+    first = tmp_path / "first"
+    with Store(tmp_path / "p" / "ichor.db") as store:
+        pair = store.add_pair(new_pair(1))
+        monkeypatch.setenv("ICHOR_DATA_DIR", str(first))
+        store.set_status(pair.id, "kept")
+        monkeypatch.delenv("ICHOR_DATA_DIR")
+        store._db.execute("UPDATE pairs SET accepted = 'pnpm install --frozen-lockfile' WHERE id = ?", (pair.id,))
+        store._write_data_file(store.require(pair.id))  # what an edit does after changing the texts
+        assert data_files(store.data_dir) == []
+    [name] = data_files(first)
+    assert json.loads((first / name).read_text())["accepted"] == "pnpm install --frozen-lockfile"
