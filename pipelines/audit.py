@@ -166,12 +166,12 @@ def write_records(records: list[dict], out: str | Path) -> None:
 
 
 def audit(config: AuditConfig) -> dict:
-    from ichor import paths
     from ichor.export import load_records
+    from ichor.paths import db_path
 
     source, source_kind = pick_source(config)
     store_stats: dict = {}
-    records = without_forgotten(load_records(source), paths.db_path(), store_stats)
+    records = without_forgotten(load_records(source), db_path(), store_stats)
     kept, stats = audit_records(records, config.fail_on_leak)
     write_records(kept, config.out)
     stats.update(store_stats, source=source_kind)
