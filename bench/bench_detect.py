@@ -1,8 +1,10 @@
-"""Per-call cost of ``ichor.detect.detect``: typical turns against 50,000-character hostile text.
+"""Per-call cost of ``ichor.detect.detect`` (stage 1): typical turns against 50,000-character hostile text.
 
 Typical turns are generated here (short requests, corrections and pasted errors next to 1-2 kB answers)
 and, when ``../shared/data/corrections-dev.jsonl`` exists, the dev set's real windows too. Hostile
-inputs are built to stall naive regexes. Each case is timed call by call, in one run, side by side.
+inputs are built to stall naive regexes. Each case is timed call by call, in one run, side by side:
+with the reply known (the Hermes hook), without it, and, when the ``embed`` extra is installed, the
+cost of the MiniLM embeddings the embedding experiment adds per window (off the turn's thread).
 
     python -m bench.bench_detect [--repeat 200]
 """
@@ -17,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ichor.detect import detect, rules_only
+from ichor.detect import detect
 
 from . import write_result
 
@@ -82,6 +84,27 @@ def _time(fn, calls: list[tuple], repeat: int) -> dict:
     }
 
 
+def _no_reply(prev_user, prev_assistant, user, _assistant):
+    return detect(prev_user, prev_assistant, user)
+
+
+def _embed_cost(calls: list[tuple]) -> dict | None:
+    try:
+        from ichor.embed import MiniLMEmbedder
+
+        embedder = MiniLMEmbedder.load()
+    except (ImportError, FileNotFoundError):
+        return None
+
+    def stage1_and_embed(*texts):
+        detect(*texts)
+        embedder.cache.clear()  # every window's texts are new in real use
+        for text in texts:
+            embedder.embed((text or " ")[:2000])
+
+    return _time(stage1_and_embed, calls, 1)
+
+
 def run(cfg: DetectBenchConfig) -> dict:
     rng = random.Random(cfg.seed)
     typical = _typical(rng)
@@ -89,8 +112,11 @@ def run(cfg: DetectBenchConfig) -> dict:
     reps = max(1, cfg.repeat // 10)
     cases = {
         "typical turns": _time(detect, typical, max(1, cfg.repeat // 20)),
-        "typical turns, rules only": _time(rules_only, typical, max(1, cfg.repeat // 20)),
+        "typical turns, reply unknown": _time(_no_reply, typical, max(1, cfg.repeat // 20)),
     }
+    embed = _embed_cost(typical[:40])
+    if embed:
+        cases["typical turns, + MiniLM embeddings of 4 texts"] = embed
     for name, text in HOSTILE.items():
         # distinct texts on each side, so no gate (unchanged answer, identical re-send) cuts the work short
         cases[f"hostile {name} (user)"] = _time(detect, [("fix it", ANSWER, text, "Here is the fix.")], reps)
