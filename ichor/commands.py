@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import card
+from . import card, detect_refit
 from .export import ExportConfig, write_export
 from .store import EXPORTED_STATUSES, Store, StoreError
 
@@ -67,11 +67,13 @@ def review(store: Store) -> str:
 def decide(store: Store, verb: str, pair_id: int) -> str:
     """keep / share / discard one pair."""
     if verb == "discard":
+        detect_refit.learn(store, store.require(pair_id), positive=False)
         store.discard(pair_id)
         return card.render_discarded(pair_id)
     current = store.require(pair_id)
     if current.status == "uploaded":
         return f"ichor · pair #{pair_id} is already uploaded"
+    detect_refit.learn(store, current, positive=True)
     return card.render_outcome(store.set_status(pair_id, "kept" if verb == "keep" else "shared"))
 
 

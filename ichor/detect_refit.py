@@ -12,6 +12,7 @@ stays the fallback, and its out-of-source thresholds are kept.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import time
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 from . import detect_model
 from .detect import Window, model_name
 from .detect_features import features
+
+log = logging.getLogger(__name__)
 
 DECISIONS = "detector-decisions.jsonl"
 PROFILE_MODEL = "detector.json"
@@ -44,14 +47,26 @@ def window_ids(window: Window, model: dict) -> dict[str, list[int]]:
     }
 
 
-def note_decision(store, prev_user: str, prev_assistant: str, user: str, assistant: str, positive: bool) -> None:
-    """Append one decision (hashed features only) to the profile's decision log."""
+def note_decision(
+    store, prev_user: str, prev_assistant: str, user: str, assistant: str, positive: bool, key: str | None = None
+) -> None:
+    """Append one decision (hashed features only) to the profile's decision log; a later decision with the
+    same ``key`` (a pair's uid) replaces an earlier one."""
     window = Window.of(prev_user, prev_assistant, user, assistant)
     record = {"y": int(bool(positive)), "model": model_name(window), "ids": window_ids(window, detect_model.shipped())}
-    record["t"] = round(time.time(), 3)
+    record.update(t=round(time.time(), 3), key=key)
     path = profile_dir(store) / DECISIONS
     with open(path, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
+
+
+def note_pair(store, pair, positive: bool) -> None:
+    """Record a card decision on a captured correction or retry (the window it was detected in)."""
+    if pair.kind not in ("correction", "retry"):
+        return
+    prompt = pair.prompt or [{}]
+    prev_user = str(prompt[-1].get("content", "")) if isinstance(prompt[-1], dict) else ""
+    note_decision(store, prev_user, pair.rejected, pair.user_said, pair.accepted, positive, key=pair.uid)
 
 
 def load_decisions(store) -> list[dict]:
@@ -60,14 +75,15 @@ def load_decisions(store) -> list[dict]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return []
-    out = []
-    for line in lines:
+    out: dict = {}
+    for n, line in enumerate(lines):
         try:
             rec = json.loads(line)
-            out.append({"y": int(rec["y"]), "ids": {k: [int(i) for i in v] for k, v in rec["ids"].items()}})
+            decision = {"y": int(rec["y"]), "ids": {k: [int(i) for i in v] for k, v in rec["ids"].items()}}
         except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a torn last line after a crash: skip it, keep the rest
-    return out
+        out[rec.get("key") or n] = decision
+    return list(out.values())
 
 
 def update(linear: dict, examples: list[tuple[list[int], int]], weight: float = DECISION_WEIGHT) -> dict:
@@ -138,3 +154,14 @@ def maybe_refit(store, every: int = REFIT_EVERY) -> dict | None:
     if len(load_decisions(store)) - done < every:
         return None
     return refit(store)
+
+
+def learn(store, pair, positive: bool) -> dict | None:
+    """Record a card decision and refit when enough have come in. Never raises: learning is a side effect
+    of a keep/share/discard, which must succeed whatever happens here."""
+    try:
+        note_pair(store, pair, positive)
+        return maybe_refit(store)
+    except Exception as exc:  # noqa: BLE001 - any failure here must not block the user's decision
+        log.warning("ichor: detector refit skipped (%s)", exc)
+        return None

@@ -253,3 +253,27 @@ def test_mistake_label_uses_the_users_words():
 )
 def test_labels_name_the_kind_of_mistake_from_the_users_words(user, label):
     assert mistake_label(user, "") == label
+
+
+def test_card_decisions_feed_the_profiles_refit(tmp_path):
+    from ichor import commands
+    from ichor.store import NewPair, Store
+
+    store = Store(tmp_path / "ichor.db")
+    ids = []
+    for i in range(3):
+        new = NewPair(
+            kind="correction",
+            user_said=f"no, the port is {8000 + i}",
+            prompt=[{"role": "user", "content": "start the server"}],
+            rejected="Started on port 3000.",
+            accepted=f"Sorry, now on port {8000 + i}.",
+            session_id=f"s{i}",
+        )
+        ids.append(store.add_pair(new).id)
+    commands.decide(store, "keep", ids[0])
+    commands.decide(store, "share", ids[0])  # a second decision on the same pair replaces the first
+    commands.decide(store, "discard", ids[1])
+    decisions = detect_refit.load_decisions(store)
+    assert sorted(d["y"] for d in decisions) == [0, 1]
+    assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
