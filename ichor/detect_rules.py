@@ -9,6 +9,7 @@ quantifiers, so each runs in time linear in that bounded head.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .detect_text import ASSISTANT_HEAD, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
 
@@ -138,6 +139,8 @@ _ACK = re.compile(
 _QUESTION_ABOUT = re.compile(r"^(?:what|how|why|where|when|which|who|can you|could you|is there|do you|does)\b")
 
 
+# Features and the kind decision both ask for a window's hits and content words: compute each once.
+@lru_cache(maxsize=8)
 def rule_hits(w: Window) -> tuple[str, ...]:
     user = w.user[:USER_HEAD].lower()
     head = user[:160]
@@ -253,9 +256,10 @@ def _stem(word: str) -> str:
     return word
 
 
-def content_words(text: str, head: int = 2000) -> set[str]:
+@lru_cache(maxsize=32)
+def content_words(text: str, head: int = 2000) -> frozenset[str]:
     """Lightly stemmed content words of the start of a text (stopwords and short words dropped)."""
-    return {_stem(t) for t in _CONTENT.findall(text[:head].lower()) if t not in _STOPWORDS}
+    return frozenset(_stem(t) for t in _CONTENT.findall(text[:head].lower()) if t not in _STOPWORDS)
 
 
 def containment(part: set, whole: set) -> float:
