@@ -23,6 +23,7 @@ from ichor.detect import detect
 
 from . import write_result
 
+# The labelled windows, when this checkout sits beside ../shared (they are never copied into the repo).
 DEV_SET = Path(__file__).resolve().parents[2] / "shared/data/corrections-dev.jsonl"
 ANSWER = (
     "I updated `src/app/config_loader.py` so `load_settings()` reads the TOML file.\n```python\n"
@@ -57,12 +58,13 @@ HOSTILE = {
 class DetectBenchConfig:
     repeat: int = 200
     seed: int = 0
+    data: Path = DEV_SET
 
 
-def _typical(rng: random.Random) -> list[tuple[str, str, str, str]]:
+def _typical(rng: random.Random, data: Path = DEV_SET) -> list[tuple[str, str, str, str]]:
     turns = [("make the config loader read toml", ANSWER, u, ANSWER.replace("updated", "changed")) for u in USERS]
-    if DEV_SET.is_file():
-        rows = [json.loads(line) for line in DEV_SET.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if data.is_file():
+        rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines() if line.strip()]
         turns += [(r["prev_user"], r["prev_assistant"], r["user"], r["assistant"]) for r in rows]
     rng.shuffle(turns)
     return turns
@@ -107,14 +109,14 @@ def _embed_cost(calls: list[tuple]) -> dict | None:
 
 def run(cfg: DetectBenchConfig) -> dict:
     rng = random.Random(cfg.seed)
-    typical = _typical(rng)
+    typical = _typical(rng, cfg.data)
     detect(*typical[0])  # load the weights once, outside the timings
     reps = max(1, cfg.repeat // 10)
     cases = {
         "typical turns": _time(detect, typical, max(1, cfg.repeat // 20)),
         "typical turns, reply unknown": _time(_no_reply, typical, max(1, cfg.repeat // 20)),
     }
-    embed = _embed_cost(typical[:40])
+    embed = _embed_cost(typical[:10])
     if embed:
         cases["typical turns, + MiniLM embeddings of 4 texts"] = embed
     for name, text in HOSTILE.items():
@@ -125,8 +127,8 @@ def run(cfg: DetectBenchConfig) -> dict:
     typical = cases["typical turns"]
     return {
         "cases": cases,
-        "typical_turns": len(_typical(random.Random(cfg.seed))),
-        "dev_set_included": DEV_SET.is_file(),
+        "typical_turns": len(typical),
+        "dev_set_included": cfg.data.is_file(),
         "typical_p50_ms": typical["p50_ms"],
         "typical_p99_ms": typical["p99_ms"],
         "hostile_max_ms": hostile_max,
@@ -142,8 +144,9 @@ def run(cfg: DetectBenchConfig) -> dict:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_detect", description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=DetectBenchConfig.repeat, help="timing rounds (default 200)")
+    parser.add_argument("--data", type=Path, default=DEV_SET, help="labelled windows to time as typical turns")
     args = parser.parse_args(argv)
-    result = run(DetectBenchConfig(repeat=args.repeat))
+    result = run(DetectBenchConfig(repeat=args.repeat, data=args.data))
     out = write_result("detect", result, "python -m bench.bench_detect")
     for name, c in result["cases"].items():
         print(f"{name:<36} p50 {c['p50_ms']:8.3f} ms   p99 {c['p99_ms']:8.3f} ms   max {c['max_ms']:8.3f} ms")

@@ -146,7 +146,9 @@ def toggle(store: Store, on: bool, args: list[str], scope: str | None) -> str:
 def forget_all(store: Store, args: list[str]) -> str:
     if args != ["yes"]:
         raise CommandError("this deletes every stored pair; confirm with: forget-all yes")
-    return f"ichor · deleted {store.forget_all()} pairs"
+    deleted = store.forget_all()
+    detect_refit.forget(store)
+    return f"ichor · deleted {deleted} pairs"
 
 
 def is_capture_paused(store: Store, scope: str | None) -> bool:

@@ -20,13 +20,9 @@ from . import detect_fit as F
 from .evaluate import grouped_blocks
 
 
-def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10, extra=None) -> dict:
-    """Held-out score and decision at both operating points for every window, and the config each fold chose.
-
-    ``extra`` optionally maps rows to extra hashed-id features (the embedding experiment)."""
+def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10) -> dict:
+    """Held-out score and decision at both operating points for every window, and the config each fold chose."""
     ids, y = F.featurise(rows, variant), F.labels(rows)
-    if extra is not None:
-        ids = [sorted(set(a) | set(b)) for a, b in zip(ids, extra(rows), strict=True)]
     groups, forced = [F.source_of(r) for r in rows], F.gated(rows)
     scores, points = [0.0] * len(rows), {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     chosen = []
@@ -40,7 +36,7 @@ def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 1
         for i in test:
             scores[i] = F.detect_model.score(ids[i], linear)
             for name, t in thresholds.items():
-                points[name][i] = scores[i] >= t if forced[i] is None else forced[i]
+                points[name][i] = bool(scores[i] >= t if forced[i] is None else forced[i])
     return {"scores": scores, "points": points, "folds": chosen}
 
 
@@ -73,7 +69,6 @@ def main(argv=None) -> int:
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
     parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
     parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
-    parser.add_argument("--embed", action="store_true", help="add MiniLM embedding features (needs the embed extra)")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args(argv)
     try:
@@ -81,12 +76,7 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    extra = None
-    if args.embed:
-        from .detect_embed import embedding_features
-
-        extra = embedding_features
-    result = nested_cv(rows, args.variant, F.Grid(), args.outer_folds, extra)
+    result = nested_cv(rows, args.variant, F.Grid(), args.outer_folds)
     figures = report(rows, result)
     print(markdown(figures))
     print("\nconfigs chosen per outer fold: " + json.dumps([f["config"] for f in result["folds"]]))

@@ -81,12 +81,13 @@ def nested_cv(rows: list[dict], dense, grid: F.Grid, outer_folds: int = 10) -> d
             t, f1 = F.best_f1_threshold(oof, sub[2], [forced[i] for i in tr])
             if best is None or f1 > best[0]:
                 best = (f1, c, oof, t)
+        assert best is not None
         _, c, oof, t = best
         cand = F.recall_threshold(oof, sub[2], [forced[i] for i in tr], grid.candidate_recall)
         scores = _oof_fixed(sub, ids, dense, test, c)
         for i, s in zip(test, scores, strict=True):
-            points["standalone"][i] = s >= t if forced[i] is None else forced[i]
-            points["candidate"][i] = s >= cand if forced[i] is None else forced[i]
+            points["standalone"][i] = bool(s >= t if forced[i] is None else forced[i])
+            points["candidate"][i] = bool(s >= cand if forced[i] is None else forced[i])
     return points
 
 

@@ -221,6 +221,7 @@ def choose(ids, y, groups, forced, grid: Grid) -> tuple[Config, dict]:
         t, f1 = best_f1_threshold(oof, y, forced)
         if best is None or f1 > best[0]:
             best = (f1, cfg, oof, t)
+    assert best is not None, "the grid has at least one config"
     _, cfg, oof, t = best
     return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}
 

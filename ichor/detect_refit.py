@@ -156,6 +156,12 @@ def maybe_refit(store, every: int = REFIT_EVERY) -> dict | None:
     return refit(store)
 
 
+def forget(store) -> None:
+    """Delete the profile's decision log and refitted model (the shipped model takes over again)."""
+    for name in (DECISIONS, PROFILE_MODEL):
+        (profile_dir(store) / name).unlink(missing_ok=True)
+
+
 def learn(store, pair, positive: bool) -> dict | None:
     """Record a card decision and refit when enough have come in. Never raises: learning is a side effect
     of a keep/share/discard, which must succeed whatever happens here."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from . import detect_fit as F
 from . import detect_model
@@ -23,7 +24,9 @@ from .evaluate import _block
 def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest: int = 5, variant: str = "reply"):
     ids, y, groups, forced = F.featurise(rows, variant), F.labels(rows), [F.source_of(r) for r in rows], F.gated(rows)
     cfg = F.Config(**detect_model.shipped()["models"][variant]["config"])
-    counts = {k: {"before": [0, 0, 0], "after": [0, 0, 0], "repositories": 0, "windows": 0} for k in ks}
+    counts: dict[int, dict[str, Any]] = {
+        k: {"before": [0, 0, 0], "after": [0, 0, 0], "repositories": 0, "windows": 0} for k in ks
+    }
     for test in F.group_folds(groups, outer_folds):
         held = set(test)
         tr = [i for i in range(len(rows)) if i not in held]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .detect import detect
 
@@ -62,7 +63,7 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     fp = sum(g == "none" and p != "none" for g, p in pairs)
     fn = sum(g != "none" and p == "none" for g, p in pairs)
     tn = sum(g == "none" and p == "none" for g, p in pairs)
-    metrics = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
+    metrics: dict[str, Any] = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
     for kind in POSITIVE_KINDS:
         k_tp = sum(g == kind and p == kind for g, p in pairs)
         k_fp = sum(g != kind and p == kind for g, p in pairs)

@@ -277,3 +277,5 @@ def test_card_decisions_feed_the_profiles_refit(tmp_path):
     decisions = detect_refit.load_decisions(store)
     assert sorted(d["y"] for d in decisions) == [0, 1]
     assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
+    commands.forget_all(store, ["yes"])
+    assert detect_refit.load_decisions(store) == []
