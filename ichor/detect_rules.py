@@ -9,6 +9,7 @@ quantifiers, so each runs in time linear in that bounded head.
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from .detect_text import ASSISTANT_HEAD, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
@@ -187,7 +188,7 @@ def similarity(a: str, b: str, head: int = USER_HEAD, limit: int = 80) -> float:
 
 def has_error_shape(text: str) -> bool:
     """Error-report shape, looked for where it shows: the first lines and the last (a traceback's end)."""
-    return bool(_ERROR_SHAPE.search(text[:3000] if len(text) <= 4000 else text[:3000] + "\n" + text[-1000:]))
+    return bool(_ERROR_SHAPE.search(text[:2000] if len(text) <= 2500 else text[:2000] + "\n" + text[-500:]))
 
 
 def _reported_failure(w: Window) -> bool:
@@ -262,7 +263,7 @@ def content_words(text: str, head: int = 2000) -> frozenset[str]:
     return frozenset(_stem(t) for t in _CONTENT.findall(text[:head].lower()) if t not in _STOPWORDS)
 
 
-def containment(part: set, whole: set) -> float:
+def containment(part: AbstractSet[str], whole: AbstractSet[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 
 

@@ -13,12 +13,12 @@ MAX_CHARS = 20000
 # Only the start of each text carries the signal the features look at; this also bounds cost.
 USER_HEAD = 600
 ASSISTANT_HEAD = 240
-PREV_HEAD = 4000
+PREV_HEAD = 2000
 
 
 @dataclass(frozen=True)
 class Window:
-    """One judged exchange, cut and lower-cased once."""
+    """One judged exchange: the previous request and answer, the message, and the reply to it ("" when unknown)."""
 
     prev_user: str
     prev_assistant: str
@@ -31,6 +31,7 @@ class Window:
 
 
 def cut(text) -> str:
+    """Any value as text, cut to MAX_CHARS (None is "")."""
     if text is None:
         return ""
     if not isinstance(text, str):
