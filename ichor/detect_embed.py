@@ -38,68 +38,58 @@ def dense_features(emb: dict):
     return np.hstack([u * np.sqrt(u.shape[1]), cos])  # unit vectors: scale components to about 1, like the binary ones
 
 
-def _fit(x_sparse, dense, y, sw, c: float):
+def _fit_score(ids, dense, y, groups, train: list[int], test: list[int], c: float):
+    """Fit sparse + dense features on ``train`` (the shipped recipe: kept ids, repository weights); score ``test``."""
+    import numpy as np
     from scipy.sparse import csr_matrix, hstack
     from sklearn.linear_model import LogisticRegression
 
-    x = hstack([x_sparse, csr_matrix(dense)]).tocsr()
-    return LogisticRegression(C=c, solver="liblinear", intercept_scaling=10.0, tol=1e-4).fit(x, y, sample_weight=sw), x
+    tr_groups = [groups[i] for i in train]
+    cols = {f: j for j, f in enumerate(sorted(F.kept_ids([ids[i] for i in train], tr_groups, 2)))}
+
+    def matrix(idx):
+        return hstack([F.design([ids[i] for i in idx], cols), csr_matrix(dense[idx])]).tocsr()
+
+    clf = LogisticRegression(C=c, solver="liblinear", intercept_scaling=10.0, tol=1e-4)
+    clf.fit(matrix(train), np.array(y)[train], sample_weight=F.sample_weights(tr_groups, "sqrt"))
+    return list(clf.predict_proba(matrix(test))[:, 1])
 
 
-def _design(ids, cols):
-    return F.design(ids, cols)
-
-
-def _oof(ids, dense, y, groups, c, folds):
-    import numpy as np
-
-    out = np.zeros(len(y))
-    for test in F.group_folds(groups, folds):
-        held = set(test)
-        tr = [i for i in range(len(y)) if i not in held]
-        cols = {f: j for j, f in enumerate(sorted(F.kept_ids([ids[i] for i in tr], [groups[i] for i in tr], 2)))}
-        sw = F.sample_weights([groups[i] for i in tr], "sqrt")
-        clf, _ = _fit(_design([ids[i] for i in tr], cols), dense[tr], np.array(y)[tr], sw, c)
-        from scipy.sparse import csr_matrix, hstack
-
-        x_test = hstack([_design([ids[i] for i in test], cols), csr_matrix(dense[test])]).tocsr()
-        out[test] = clf.predict_proba(x_test)[:, 1]
-    return out
+def _inner_oof(ids, dense, y, groups, part: list[int], c: float, folds: int) -> list[float]:
+    scores = dict.fromkeys(part, 0.0)
+    for test in F.group_folds([groups[i] for i in part], folds):
+        inner_test = [part[j] for j in test]
+        held = set(inner_test)
+        inner_train = [i for i in part if i not in held]
+        scores.update(zip(inner_test, _fit_score(ids, dense, y, groups, inner_train, inner_test, c), strict=True))
+    return [scores[i] for i in part]
 
 
 def nested_cv(rows: list[dict], dense, grid: F.Grid, outer_folds: int = 10) -> dict:
+    """The same nested grouped CV as ``ichor.detect_cv``, with the dense features appended."""
     ids, y = F.featurise(rows, "reply"), F.labels(rows)
     groups, forced = [F.source_of(r) for r in rows], F.gated(rows)
     points = {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     for test in F.group_folds(groups, outer_folds):
         held = set(test)
-        tr = [i for i in range(len(rows)) if i not in held]
-        sub = ([ids[i] for i in tr], dense[tr], [y[i] for i in tr], [groups[i] for i in tr])
+        part = [i for i in range(len(rows)) if i not in held]
+        part_y, part_forced = [y[i] for i in part], [forced[i] for i in part]
         best = None
         for c in grid.c:
-            oof = list(_oof(*sub, c, grid.inner_folds))
-            t, f1 = F.best_f1_threshold(oof, sub[2], [forced[i] for i in tr])
+            oof = _inner_oof(ids, dense, y, groups, part, c, grid.inner_folds)
+            t, f1 = F.best_f1_threshold(oof, part_y, part_forced)
             if best is None or f1 > best[0]:
                 best = (f1, c, oof, t)
         assert best is not None
         _, c, oof, t = best
-        cand = F.recall_threshold(oof, sub[2], [forced[i] for i in tr], grid.candidate_recall)
-        scores = _oof_fixed(sub, ids, dense, test, c)
-        for i, s in zip(test, scores, strict=True):
-            points["standalone"][i] = bool(s >= t if forced[i] is None else forced[i])
-            points["candidate"][i] = bool(s >= cand if forced[i] is None else forced[i])
+        thresholds = {
+            "standalone": t,
+            "candidate": F.recall_threshold(oof, part_y, part_forced, grid.candidate_recall),
+        }
+        for i, s in zip(test, _fit_score(ids, dense, y, groups, part, test, c), strict=True):
+            for name, cut in thresholds.items():
+                points[name][i] = bool(s >= cut if forced[i] is None else forced[i])
     return points
-
-
-def _oof_fixed(sub, ids, dense, test, c):
-    import numpy as np
-    from scipy.sparse import csr_matrix, hstack
-
-    tr_ids, tr_dense, tr_y, tr_groups = sub
-    cols = {f: j for j, f in enumerate(sorted(F.kept_ids(tr_ids, tr_groups, 2)))}
-    clf, _ = _fit(_design(tr_ids, cols), tr_dense, np.array(tr_y), F.sample_weights(tr_groups, "sqrt"), c)
-    x_test = hstack([_design([ids[i] for i in test], cols), csr_matrix(dense[test])]).tocsr()
-    return clf.predict_proba(x_test)[:, 1]
 
 
 def main(argv=None) -> int:
