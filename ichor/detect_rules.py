@@ -169,6 +169,12 @@ def rule_hits(w: Window) -> tuple[str, ...]:
     return tuple(hits)
 
 
+def clear_caches() -> None:
+    """Forget the per-window caches (benchmarks time every call as a new turn)."""
+    rule_hits.cache_clear()
+    content_words.cache_clear()
+
+
 def reply_rule_hits(w: Window) -> tuple[str, ...]:
     """Rules on the assistant's reply to the message (known only once it has answered)."""
     hits = []
