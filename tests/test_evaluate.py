@@ -1,14 +1,8 @@
-from pathlib import Path
-
 import pytest
 
 from ichor.detect import Detection
 from ichor.evaluate import evaluate, format_report, grouped_blocks, language_group, slice_of, wilson
-
-SHARED = [
-    Path(__file__).resolve().parents[2] / "shared/data" / name
-    for name in ("corrections-dev.jsonl", "corrections-more.jsonl")
-]
+from tests.support import shared_data
 
 
 def test_wilson_matches_hand_computed_values():
@@ -104,11 +98,9 @@ def test_candidate_threshold_keeps_the_recall_asked_for():
 
 @pytest.mark.slow
 def test_nested_cv_on_the_shared_data_is_out_of_source():
-    if not all(p.is_file() for p in SHARED):
-        pytest.skip(f"shared labelled data absent: {SHARED[0].parent} (it is not redistributed)")
     from ichor import detect_cv, detect_fit
 
-    rows = detect_fit.load_rows(*SHARED)
+    rows = detect_fit.load_rows(shared_data("corrections-dev.jsonl"), shared_data("corrections-more.jsonl"))
     grid = detect_fit.Grid(c=(0.3,), inner_folds=3)
     result = detect_cv.nested_cv(rows, "no_reply", grid, outer_folds=3)
     figures = detect_cv.report(rows, result)

@@ -3,7 +3,7 @@
 It reuses the Hermes plugin harness (``hermes_harness``: loopback model stub and home;
 ``hermes_scenarios``: the real ``AIAgent`` loop, plugin discovery and the log tap) and adds one thing:
 a fault switched on before chosen turns and off again after them, so we see both the failing turn and
-the recovery. ``python tests/fault_scenarios.py SPEC.json`` prints one ``ICHOR-FAULT-RESULT {json}`` line.
+the recovery. ``python -m ichor.testing.fault_scenarios SPEC.json`` prints one ``ICHOR-FAULT-RESULT {json}`` line.
 
 Faults:
 
@@ -21,15 +21,13 @@ import json
 import os
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from hermes_harness import StubLLM, run_script, write_home  # noqa: E402
+from ichor.testing import hermes_scenarios as hs
+from ichor.testing.hermes_harness import StubLLM, run_script, write_home
 
 MARKER = "ICHOR-FAULT-RESULT "
+SEEDED_SESSION = "before"  # the session of the pairs kept before the fault
 CORRUPT_BYTES = b"this is not an SQLite database, it is what a crash mid-copy left behind\n" * 64
 
 
@@ -143,7 +141,7 @@ def seed_store(home: Path, n: int) -> None:
                     f"pnpm install {i}",
                     label="wrong package manager",
                     platform="cli",
-                    session_id="before",
+                    session_id=SEEDED_SESSION,
                 )
             )
             store.set_status(pair.id, "kept")
@@ -162,8 +160,6 @@ def make_fault(kind: str, home: Path):
 
 
 def run(spec: dict) -> dict:
-    import hermes_scenarios as hs
-
     home = Path(os.environ["HERMES_HOME"])
     stub = StubLLM()
     write_home(home, stub.base_url)
@@ -180,20 +176,18 @@ def run(spec: dict) -> dict:
         hs._discover()
         agent = hs._agent(stub, spec.get("platform", "cli"), True)
         messages: list[dict] = []
-        responses, logs, seconds = [], [], []
+        responses, logs = [], []
         for n, step in enumerate(spec["turns"]):
             stub.replies.append(step["reply"])
             faulty = n in spec["fault_on"]
             if faulty:
                 fault.on()
             seen = len(tap.lines)
-            started = time.perf_counter()
             try:
                 result = agent.run_conversation(step["user"], conversation_history=messages)
             finally:
                 if faulty:
                     fault.off()
-            seconds.append(time.perf_counter() - started)
             responses.append(result["final_response"])
             messages = result["messages"]
             logs.append(tap.lines[seen:])
@@ -205,7 +199,6 @@ def run(spec: dict) -> dict:
     return {
         "responses": responses,
         "logs": logs,
-        "seconds": seconds,
         "pairs": hs._pairs(),
         "files": sorted(p.name for p in folder.iterdir()) if folder.exists() else [],
         "moved_aside": {
@@ -220,7 +213,7 @@ def run(spec: dict) -> dict:
 
 def run_fault_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
     """Run ``spec`` in a fresh interpreter with ``HERMES_HOME=home``; return its report."""
-    return run_script(Path(__file__), spec, home, MARKER, timeout)[0]
+    return run_script("ichor.testing.fault_scenarios", spec, home, MARKER, timeout)[0]
 
 
 if __name__ == "__main__":
