@@ -42,6 +42,8 @@ class StubLLM:
         self.default = default
         self.replies: list[str] = []
         self.reply_when: dict[str, str] = {}  # a fixed answer for requests whose messages contain the key
+        self.delay_when: dict[str, float] = {}  # seconds to wait before answering such requests
+        self.fail_when: list[str] = []  # answer such requests with HTTP 500
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -62,6 +64,12 @@ class StubLLM:
                 if needle in text:
                     return reply
             return self.replies.pop(0) if self.replies else self.default
+
+    def trouble(self, body: dict) -> tuple[float, bool]:
+        """(delay, fail) for a request, from ``delay_when`` and ``fail_when``."""
+        text = json.dumps(body.get("messages", []))
+        delay = max([s for needle, s in self.delay_when.items() if needle in text], default=0.0)
+        return delay, any(needle in text for needle in self.fail_when)
 
     def _handler(self):
         stub = self
@@ -91,6 +99,12 @@ class StubLLM:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._json(404, {"error": {"message": "not found"}})
+                    return
+                delay, fail = stub.trouble(body)
+                time.sleep(delay)
+                if fail:
+                    stub.next_reply(body)  # still recorded as a request
+                    self._json(500, {"error": {"message": "stub failure", "type": "server_error"}})
                     return
                 text = stub.next_reply(body)
                 if body.get("stream"):
@@ -149,14 +163,20 @@ def _chunk(delta: dict, finish: str | None) -> dict:
 # ------------------------------------------------------------------------------- the Hermes home
 
 
-def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] = ("ichor",)) -> Path:
+def write_home(
+    home: Path, base_url: str, plugins: list[str] | tuple[str, ...] = ("ichor",), entries: dict | None = None
+) -> Path:
+    """``entries`` becomes ``plugins.entries`` (per-plugin settings such as ``llm.allow_model_override``)."""
     home.mkdir(parents=True, exist_ok=True)
     enabled = "\n".join(f"    - {p}" for p in plugins) or "    []"
     (home / "config.yaml").write_text(
         "model:\n  default: stub-model\n  provider: custom\n"
         f"  base_url: {base_url}\n"
-        "plugins:\n  enabled:\n" + enabled + "\n"
-        "compression:\n  enabled: false\n"
+        "plugins:\n  enabled:\n"
+        + enabled
+        + "\n"
+        + (f"  entries: {json.dumps(entries)}\n" if entries else "")
+        + "compression:\n  enabled: false\n"
         "approvals:\n  destructive_slash_confirm: false\n"
     )
     return home
