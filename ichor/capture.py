@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect
+from .confirm import Window, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -100,11 +101,6 @@ def split_last_turn(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return []
 
 
-def stage1(prev_user: str, prev_answer: str, user: str, answer: str, threshold: str) -> detect.Detection:
-    """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides."""
-    return detect.detect(prev_user, prev_answer, user, answer)  # today's detector has one threshold
-
-
 def _cut(text: str) -> str:
     return text[:MAX_CHARS]
 
@@ -151,14 +147,14 @@ class Tracker:
     def _classify(last: _Last, before, user: str, answer: str, threshold: str):
         """(kind, label, score, whether the detector decided) of this turn against the last one."""
         if len(before) == len(last.after) and before == last.after:
-            found = stage1(last.user, last.answer, user, answer, threshold)
+            found = stage1(Window(last.user, last.answer, user, answer), threshold)
             if found.kind in ("correction", "retry"):
                 return found.kind, found.label, found.score, True
             return None, None, found.score, False
         if len(before) == len(last.before) and before == last.before:
             if user == last.user:
                 return "retry", "retried answer", 1.0, False
-            found = stage1(last.user, last.answer, user, answer, "standalone")
+            found = stage1(Window(last.user, last.answer, user, answer), "standalone")
             return "undo", found.label or "undone answer", 1.0, False
         return None, None, 0.0, False
 

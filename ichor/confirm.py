@@ -4,16 +4,20 @@ Pure and host-free. The caller hands in the window (already scrubbed), a ``compl
 chat messages to some model (the host's ``ctx.llm`` inside Hermes, an OpenAI-compatible endpoint from a
 shell) and a ``fallback`` that gives stage 1's standalone decision. ``confirm`` never raises: a timeout,
 an error or an answer that isn't the JSON asked for falls back to stage 1 and logs one line.
+``two_stage`` is the whole decision on one window: stage 1 at its candidate point, then stage 2.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from . import detect
 
 log = logging.getLogger("ichor.confirm")
 
@@ -25,6 +29,7 @@ MAX_TOKENS = 60
 BUDGETS = {"prev_user": 1200, "prev_assistant": 2400, "user": 2400, "assistant": 600}
 CUT_MARK = " […] "
 CHARS_PER_TOKEN = 4  # only for an estimate when an endpoint reports no usage
+CompleteFn = Callable[[Sequence[dict], float], tuple[str, dict]]
 
 RULES = """\
 You label one exchange between a user and an AI assistant (often a coding assistant). Decide whether the \
@@ -101,6 +106,27 @@ class Decision:
     tokens_estimated: bool = False
     reason: str | None = None
 
+    @property
+    def asked_model(self) -> bool:
+        """Whether the window reached stage 2 (whatever came back)."""
+        return self.stage == 2 or self.reason is not None
+
+
+def stage1(window: Window, threshold: str):
+    """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides."""
+    return detect.detect(window.prev_user, window.prev_assistant, window.user, window.assistant)  # one threshold today
+
+
+def two_stage(window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT) -> Decision:
+    """Stage 1 at its candidate point; a candidate goes to stage 2, which falls back to stage 1 standalone."""
+    candidate = stage1(window, "candidate")
+    if not candidate.is_correction:
+        return Decision(False, "none", None, 1)
+    decision = confirm(window, complete_fn, timeout, lambda: stage1(window, "standalone"))
+    if decision.is_correction and not decision.label:
+        return dataclasses.replace(decision, label=candidate.label)
+    return decision
+
 
 def cut(text: str, budget: int) -> str:
     """The start and the end of ``text`` within ``budget`` characters."""
@@ -158,9 +184,6 @@ def _label(raw) -> str | None:
         return None
     words = _LABEL_WORD.findall(raw.lower())
     return " ".join(words[:4]) if words else None
-
-
-CompleteFn = Callable[[Sequence[dict], float], tuple[str, dict]]
 
 
 def confirm(window: Window, complete_fn: CompleteFn, timeout: float, fallback: Callable[[], object]) -> Decision:

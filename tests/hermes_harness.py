@@ -45,6 +45,7 @@ class StubLLM:
         self.delay_when: dict[str, float] = {}  # seconds to wait before answering such requests
         self.fail_when: list[str] = []  # answer such requests with HTTP 500
         self.requests: list[dict] = []
+        self.auth: list[str | None] = []  # the Authorization header of each chat request
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -100,17 +101,19 @@ class StubLLM:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._json(404, {"error": {"message": "not found"}})
                     return
+                stub.auth.append(self.headers.get("Authorization"))
                 delay, fail = stub.trouble(body)
+                text = stub.next_reply(body)  # recorded as it arrives, however it is answered
                 time.sleep(delay)
-                if fail:
-                    stub.next_reply(body)  # still recorded as a request
-                    self._json(500, {"error": {"message": "stub failure", "type": "server_error"}})
-                    return
-                text = stub.next_reply(body)
-                if body.get("stream"):
-                    self._stream(text)
-                else:
-                    self._json(200, _completion(text))
+                try:
+                    if fail:
+                        self._json(500, {"error": {"message": "stub failure", "type": "server_error"}})
+                    elif body.get("stream"):
+                        self._stream(text)
+                    else:
+                        self._json(200, _completion(text))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (its timeout)
 
             def _stream(self, text: str) -> None:
                 self.send_response(200)

@@ -10,12 +10,12 @@ standalone decision stands (one log line), as on any other failure.
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
 
 from .. import confirm
-from ..capture import stage1
 from ..store import NewPair
 
 log = logging.getLogger("hermes_plugins.ichor")
@@ -58,11 +58,9 @@ def confirm_in_background(
     """Confirm ``pair`` on a worker thread and hand the decision to ``decided`` there."""
     window = window_of(pair)
 
-    def standalone():
-        return stage1(window.prev_user, window.prev_assistant, window.user, window.assistant, "standalone")
-
     def work() -> None:
         try:
+            standalone = functools.partial(confirm.stage1, window, "standalone")
             decided(confirm.confirm(window, host_complete(llm, model), confirm.TIMEOUT, standalone))
         except Exception as exc:
             log.warning("ichor: confirmation failed, no card for this turn: %s: %s", type(exc).__name__, exc)
