@@ -61,18 +61,20 @@ def write_prompts(rows: list[dict], folder: Path) -> None:
 
 
 def score(rows: list[dict], answers: dict[str, str]) -> dict:
-    gold, alone, both = [], [], []
+    gold, first, alone, both = [], [], [], []
     for row in rows:
         found = parse_confirmation(answers[row["id"]])
         said = bool(found and found.is_correction)
         candidate = stage1(window(row), "candidate").is_correction
         gold.append(row["kind"] != "none")
+        first.append(stage1(window(row), "standalone").is_correction)
         alone.append(said)
         both.append(candidate and said)
     return {
         "n": len(rows),
         "repositories": len({repository(r) for r in rows}),
         "positives": sum(gold),
+        "stage1 alone": _pr(gold, first),
         "stage2 alone": _pr(gold, alone),
         "stage1 candidate and stage2": _pr(gold, both),
     }
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 answers[obj["id"]] = obj["answer"]
     report = score(rows, answers)
     print(f"n {report['n']} windows, {report['repositories']} repositories, {report['positives']} positive")
-    for name in ("stage2 alone", "stage1 candidate and stage2"):
+    for name in ("stage1 alone", "stage2 alone", "stage1 candidate and stage2"):
         block = report[name]
         print(f"{name:<30} P {_cell(block['precision'])}   R {_cell(block['recall'])}")
     return 0
