@@ -190,6 +190,7 @@ def run(spec: dict) -> dict:
             started = time.perf_counter()
             try:
                 result = agent.run_conversation(step["user"], conversation_history=messages)
+                hs._wait_for_confirmations()  # the card's half of the turn runs under the same fault
             finally:
                 if faulty:
                     fault.off()

@@ -34,6 +34,12 @@ SCRUBBED_ENV = (
 
 # --------------------------------------------------------------------------------- the stub model
 
+# In every prompt of ichor's stage-2 confirmation (``ichor.confirm``), never in a turn's messages.
+CONFIRMATION = "NEW MESSAGE (user) - classify this one"
+# What the stub answers a confirmation unless a scenario says otherwise: the host's model agrees with
+# the detector (no label of its own, so the detector's stays).
+CONFIRMS = json.dumps({"is_correction": True, "kind": "correction", "label": None})
+
 
 class StubLLM:
     """Answers each chat completion with the next scripted reply (or a default)."""
@@ -41,7 +47,9 @@ class StubLLM:
     def __init__(self, default: str = "stub answer"):
         self.default = default
         self.replies: list[str] = []
-        self.reply_when: dict[str, str] = {}  # a fixed answer for requests whose messages contain the key
+        # A fixed answer for requests whose messages contain the key. A confirmation running in the
+        # background has its own, so it never takes a reply scripted for a turn.
+        self.reply_when: dict[str, str] = {CONFIRMATION: CONFIRMS}
         self.delay_when: dict[str, float] = {}  # seconds to wait before answering such requests
         self.fail_when: list[str] = []  # answer such requests with HTTP 500
         self.requests: list[dict] = []
@@ -61,7 +69,7 @@ class StubLLM:
         with self._lock:
             self.requests.append(body)
             text = json.dumps(body.get("messages", []))
-            for needle, reply in self.reply_when.items():
+            for needle, reply in reversed(self.reply_when.items()):  # keys added later win
                 if needle in text:
                     return reply
             return self.replies.pop(0) if self.replies else self.default

@@ -14,9 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from hermes_harness import StubLLM, write_home
-
-CONFIRMATION = "NEW MESSAGE (user) - classify this one"  # in every stage-2 prompt, never in a turn
+from hermes_harness import CONFIRMATION, StubLLM, write_home
 
 
 class LogTap(logging.Handler):
@@ -34,8 +32,6 @@ def run(spec: dict) -> dict:
     home = Path(os.environ["HERMES_HOME"])
     stub = StubLLM(default=spec.get("default_reply", "stub answer"))
     stub.reply_when.update(spec.get("reply_when", {}))
-    # a confirmation running in the background must never take a reply scripted for a turn
-    stub.reply_when.setdefault(CONFIRMATION, stub.default)
     stub.delay_when.update(spec.get("delay_when", {}))
     stub.fail_when.extend(spec.get("fail_when", []))
     write_home(home, stub.base_url, spec.get("plugins", ["ichor"]), spec.get("plugin_entries"))

@@ -6,8 +6,7 @@ JSON, nothing, an HTTP 500, or after a delay; the turn's own answers must never 
 
 import json
 
-from hermes_harness import run_scenario
-from hermes_scenarios import CONFIRMATION
+from hermes_harness import CONFIRMATION, run_scenario
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"
@@ -96,3 +95,21 @@ def test_confirm_model_needs_hermes_permission(tmp_path):
     )
     [call] = allowed["confirm_calls"]
     assert call["model"] == "cheap-model" and allowed["pairs"] == []
+
+
+def test_without_ctx_llm_stage_one_decides_on_the_turn(home):
+    """A host that gives no ``ctx.llm``: the pair is stored before the hook returns, no thread involved."""
+    import threading
+
+    from ichor.hermes import IchorPlugin
+    from ichor.store import Store
+
+    plugin = IchorPlugin(ctx=object())
+    first = [{"role": "user", "content": ASK}, {"role": "assistant", "content": "ls -S"}]
+    plugin.post_llm_call("s1", ASK, "ls -S", first, "telegram")
+    second = first + [{"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls -lhS"}]
+    plugin.post_llm_call("s1", CORRECTION, "ls -lhS", second, "telegram")
+    assert not [t for t in threading.enumerate() if t.name == "ichor-confirm"]
+    with Store.open(home) as store:
+        [pair] = store.iter_pairs(("pending",))
+    assert (pair.kind, pair.rejected, pair.accepted) == ("correction", "ls -S", "ls -lhS")

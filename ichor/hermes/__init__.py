@@ -28,7 +28,7 @@ from .. import card, commands, settings
 from ..capture import Tracker, Turn
 from ..store import NewPair, Store
 from .cards import CardBoard, OpenCard
-from .confirmation import confirm_in_background
+from .confirmation import confirm_in_background, standalone
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
 
 log = logging.getLogger("hermes_plugins.ichor")
@@ -105,7 +105,7 @@ class IchorPlugin:
     def post_llm_call(
         self, session_id="", user_message=None, assistant_response=None, conversation_history=None, platform="", **_
     ):
-        llm = self._confirming_llm()
+        llm = getattr(self.ctx, "llm", None)
         turn = Turn(
             str(session_id or ""),
             str(platform or ""),
@@ -113,29 +113,24 @@ class IchorPlugin:
             assistant_response,
             list(conversation_history or []),
         )
-        captured = self.tracker.observe(turn, threshold="candidate" if llm else "standalone")
+        captured = self.tracker.observe(turn, threshold="candidate" if llm is not None else "standalone")
         if captured is None:
             return None
         with open_store() as store:
             if commands.is_capture_paused(store, session_scope(platform or "")):
                 return None
+            confirming = llm is not None and settings.get(store, "confirm") is True
             model = settings.get(store, "confirm_model")
-        if llm and captured.detected:
-            confirm_in_background(llm, model, captured.pair, lambda decision: self.confirmed(captured.pair, decision))
+        if captured.detected and confirming:
+            confirm_in_background(llm, model, captured.pair, lambda d: self.post_llm_call_confirmed(captured.pair, d))
             return None
+        if captured.detected and llm is not None and not standalone(captured.pair):
+            return None  # a candidate only, and nothing will confirm it
         self.keep(captured.pair)
         return None
 
-    def _confirming_llm(self):
-        """The host's model when stage 2 confirms candidates (Hermes gave ``ctx.llm`` and ``confirm`` is on)."""
-        llm = getattr(self.ctx, "llm", None)
-        if llm is None:
-            return None
-        with open_store() as store:
-            return llm if settings.get(store, "confirm") is True else None
-
     @guarded()
-    def confirmed(self, new_pair: NewPair, decision) -> None:
+    def post_llm_call_confirmed(self, new_pair: NewPair, decision) -> None:
         """Stage 2's decision on a candidate (on the confirmation's thread): a card, or nothing."""
         if decision.is_correction:
             self.keep(dataclasses.replace(new_pair, kind=decision.kind, label=decision.label or new_pair.label))

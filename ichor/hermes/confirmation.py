@@ -52,6 +52,11 @@ def window_of(pair: NewPair) -> confirm.Window:
     return confirm.Window(prev_user, pair.rejected, pair.user_said, pair.accepted)
 
 
+def standalone(pair: NewPair) -> bool:
+    """Stage 1's decision at its standalone point, for a candidate that no model will confirm."""
+    return confirm.stage1(window_of(pair), "standalone").is_correction
+
+
 def confirm_in_background(
     llm, model: str | None, pair: NewPair, decided: Callable[[confirm.Decision], None]
 ) -> threading.Thread:
