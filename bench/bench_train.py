@@ -249,8 +249,7 @@ def device_run(args) -> dict:
 
 
 def cpu_run(args) -> dict:
-    sys.path.insert(0, str(REPO / "tests"))
-    from tiny_model import build_tiny_model
+    from ichor.testing.tiny_model import build_tiny_model
 
     results = {}
     cpu_config = str(REPO / "configs" / "accelerate" / "cpu.yaml")

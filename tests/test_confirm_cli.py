@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from hermes_harness import StubLLM
+
+from ichor.testing.hermes_harness import StubLLM
 
 ASK = "list the files in this folder, largest first"
 CONFIRMED = json.dumps({"is_correction": True, "kind": "correction", "label": "ignored human readable"})

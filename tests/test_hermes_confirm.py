@@ -6,7 +6,7 @@ JSON, nothing, an HTTP 500, or after a delay; the turn's own answers must never 
 
 import json
 
-from hermes_harness import CONFIRMATION, run_scenario
+from ichor.testing.hermes_harness import CONFIRMATION, run_scenario
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"

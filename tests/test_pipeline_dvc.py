@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import copy_workspace, record, set_params, sh, write_pairs
-from tiny_model import build_tiny_model
+
+from ichor.testing.tiny_model import build_tiny_model
+from tests.support import copy_workspace, record, set_params, sh, write_pairs
 
 UPSTREAM = ["audit", "export", "base_model", "train", "evaluate"]
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import REPO, read_jsonl, record, write_pairs
-from tiny_model import build_tiny_model
 
+from ichor.testing.tiny_model import build_tiny_model
 from pipelines import audit, base_model, evaluate, export, summary, train
+from tests.support import REPO, read_jsonl, record, write_pairs
 
 PARAMS = str(REPO / "params.yaml")
 
