@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 from pathlib import Path
 
 from ichor.confirm import Window, confirmation_messages, parse_confirmation, stage1
 from ichor.evaluate import _cell, _ratio
 
-DATA = Path(__file__).resolve().parents[2] / "shared/data/corrections-more.jsonl"
+# ../shared/data beside the checkout, or $ICHOR_SHARED_DATA (as the tests find it)
+DATA = (
+    Path(os.environ.get("ICHOR_SHARED_DATA") or Path(__file__).resolve().parents[2] / "shared/data")
+    / "corrections-more.jsonl"
+)
 ANSWERS = Path(__file__).resolve().parent / "stage2_answers.jsonl"
 SEED = 11
 FIELDS = ("prev_user", "prev_assistant", "user", "assistant")
