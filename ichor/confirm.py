@@ -23,7 +23,7 @@ log = logging.getLogger("ichor.confirm")
 
 KINDS = ("correction", "retry", "none")
 TIMEOUT = 20.0
-MAX_TOKENS = 60
+MAX_TOKENS = 150  # the JSON is ~25 tokens; room for a code fence or a sentence around it
 # Characters kept of each side of the window. The new message carries the signal; the previous answer's
 # start says what was done and its end what was asked of the user; the reply to the new message is context.
 BUDGETS = {"prev_user": 1200, "prev_assistant": 2400, "user": 2400, "assistant": 600}
