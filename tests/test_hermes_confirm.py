@@ -40,6 +40,18 @@ def test_confirmed_candidate_gives_a_card_with_the_models_label(tmp_path):
     assert ichor_lines(report, "stage 1 decides") == []
 
 
+def test_the_model_sees_the_scrubbed_window_only(tmp_path):
+    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    chat = {
+        **CHAT,
+        "turns": [CHAT["turns"][0], {"user": f"no, use my key {key} and sort by size", "reply": "ls -lhS"}],
+    }
+    report = run_scenario({"kind": "loop", "sessions": [chat]}, tmp_path / "home")
+    [call] = report["confirm_calls"]
+    sent = json.dumps(call["messages"])
+    assert key not in sent and "[REDACTED:openai_key]" in sent
+
+
 def test_rejected_candidate_gives_no_pair_and_no_card(tmp_path):
     report = loop(tmp_path, reply_when={CONFIRMATION: REJECTED})
     assert report["responses"] == ["ls -S", "ls -lhS"]
