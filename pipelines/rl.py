@@ -288,6 +288,31 @@ def one_line(metrics: dict) -> str:
     return f"{head}; {held['prompts']} held-out prompts: " + "; ".join(parts)
 
 
+def _figure(fig: dict, key: str = "mean") -> str:
+    value = fig.get(key)
+    if value is None:
+        return f"n/a (n={fig['n']})"
+    ci = fig.get("ci95")
+    return f"{value:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] (n={fig['n']})" if ci else f"{value:+.2f} (n={fig['n']})"
+
+
+def summary_rows(metrics: dict) -> list[tuple[str, str]]:
+    """The summary table's rl lines: training, then per policy reward and satisfaction, win rates, hacking."""
+    train, held = metrics["train"], metrics["held_out"]
+    rows = [("GRPO steps, start, wall", f"{train['steps']} from {train['start_from']}, {train['wall_s']} s")]
+    if not held.get("prompts"):
+        return [*rows, ("held-out", "no held-out prompts: nothing measured")]
+    for name, fig in held["policies"].items():
+        rows.append((f"{name}: reward", _figure(fig["reward"])))
+        rows.append((f"{name}: correction satisfaction", _figure(fig["correction_satisfaction"])))
+    for pair, rate in held["win_rate_by_checks"].items():
+        shown = "n/a" if rate["win_rate"] is None else f"{rate['win_rate']:.2f} {rate['ci95']}"
+        rows.append((f"win rate by checks {pair}", f"{shown} ({rate['wins']}-{rate['losses']}, {rate['ties']} ties)"))
+    suspected = [name for name, fig in held["policies"].items() if (fig.get("hacking") or {}).get("suspected")]
+    rows.append(("best-of-n hacking suspected", ", ".join(suspected) or "none"))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     return run(lambda: rl(args))

@@ -71,6 +71,10 @@ def test_grpo_update_changes_the_adapter_and_reports_every_figure_with_its_n(tmp
     assert held["win_rate_by_checks"]["grpo_vs_base"]["prompts"] <= 1
     samples = [json.loads(line) for line in (tmp_path / "rl" / "samples.jsonl").read_text().splitlines()]
     assert len(samples) == 4 and {s["policy"] for s in samples} == {"base", "grpo"}
+    from pipelines.rl import summary_rows
+
+    rows = dict(summary_rows(metrics))
+    assert "(n=1)" in rows["grpo: reward"] and "base: correction satisfaction" in rows
     # the exported env carries the weights the stage trained with
     assert load_spec(tmp_path / "rl" / "atropos_env" / "reward.json")["weights"] == load_spec(params)["weights"]
 
