@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ichor.correction_checks import satisfaction
@@ -116,8 +116,7 @@ def policy(model, name: str):
             yield model
     else:
         model.set_adapter(name)
-        with nullcontext():
-            yield model
+        yield model
 
 
 def score(reward: Reward, item: Item, rollouts: Sequence[Rollout]) -> list[Scored]:
