@@ -144,7 +144,7 @@ def _after_cue(clause: str, cue: re.Pattern) -> list[str]:
     for m in re.finditer(r"\S+", clause):
         if cue.search(clause[: m.start()]):
             tail = clause[m.start() :]
-            first = (_named(tail[:60]) or _words(tail.split(",")[0])[:1] or [None])[0]
+            first = next(iter(_named(tail[:60]) or _words(tail.split(",")[0])), None)
             if first and tail.lower().startswith(first.lower()[:1]):
                 out.append(first)
     return out

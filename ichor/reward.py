@@ -25,7 +25,7 @@ import difflib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -259,7 +259,7 @@ def judge_term(config: JudgeConfig, item: Item, rollouts: Sequence[Rollout]) -> 
     """Each answer against the rejected one, in both orders to cancel position bias; a failed call is 0."""
     from ichor.openai_chat import ChatError, complete
 
-    def verdict(first: str, second: str) -> str | None:
+    def verdict(first: str, second: str) -> str:
         try:
             text, _ = complete(
                 judge_messages(item, first, second),
@@ -271,8 +271,8 @@ def judge_term(config: JudgeConfig, item: Item, rollouts: Sequence[Rollout]) -> 
                 temperature=0.0,
             )
         except ChatError:
-            return None
-        return parse_verdict(text)
+            return ""
+        return parse_verdict(text) or ""
 
     votes = {"A": 1.0, "B": -1.0}
     return [
@@ -294,16 +294,13 @@ def normalise_weights(weights: dict | None) -> dict[str, float]:
     return {t: float(weights.get(t) or 0.0) for t in TERMS}
 
 
-@dataclass
 class Reward:
     """Σ weight · term over a group of answers to one item. Terms that weigh 0 are not computed."""
 
-    weights: dict | None = None
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
-    embedder: object | None = None
-
-    def __post_init__(self):
-        self.weights = normalise_weights(self.weights)
+    def __init__(self, weights: dict | None = None, judge: JudgeConfig | None = None, embedder=None):
+        self.weights = normalise_weights(weights)
+        self.judge = judge or JudgeConfig()
+        self.embedder = embedder
         if self.weights["judge"] and not self.judge.configured:
             raise ValueError("reward.weights.judge is set but no judge is configured (reward.judge url and model)")
 

@@ -315,7 +315,11 @@ def summary_rows(metrics: dict) -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    return run(lambda: rl(args))
+
+    def body() -> None:
+        rl(args)
+
+    return run(body)
 
 
 if __name__ == "__main__":

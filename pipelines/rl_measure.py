@@ -17,7 +17,7 @@ each figure with its n:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -214,11 +214,12 @@ def win_rate(a: Sequence[Sequence[Scored]], b: Sequence[Sequence[Scored]]) -> di
     }
 
 
-def rank_agreement(scored: dict[str, Sequence[Sequence[Scored]]], judged: bool) -> dict:
+def rank_agreement(scored: Mapping[str, Sequence[Sequence[Scored]]], judged: bool) -> dict:
     answers = [s for groups in scored.values() for group in groups for s in group if s.satisfaction is not None]
+    satisfied = [s.satisfaction or 0.0 for s in answers]  # never None here: filtered above
     out = {
-        "reward_vs_checks": kendall([s.reward for s in answers], [s.satisfaction for s in answers]),
-        "reward_without_checks_vs_checks": kendall([s.rest for s in answers], [s.satisfaction for s in answers]),
+        "reward_vs_checks": kendall([s.reward for s in answers], satisfied),
+        "reward_without_checks_vs_checks": kendall([s.rest for s in answers], satisfied),
     }
     if judged:
         every = [s for groups in scored.values() for group in groups for s in group]
