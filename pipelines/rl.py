@@ -221,6 +221,8 @@ def measure(params: dict, args: argparse.Namespace, reward, trainer) -> tuple[di
     model.load_adapter(args.out, adapter_name="grpo")
     names.append("grpo")
     model.eval()
+    if getattr(model, "is_gradient_checkpointing", False):
+        model.gradient_checkpointing_disable()
     tokenizer = trainer.processing_class
     items = [Item.from_row(r) for r in rows]
     scored, samples = {}, []

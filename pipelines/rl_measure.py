@@ -95,6 +95,7 @@ def sample(model, tokenizer, prompts: Sequence[list[dict]], n: int, max_new_toke
                 max_new_tokens=max_new_tokens,
                 num_return_sequences=n,
                 pad_token_id=tokenizer.pad_token_id,
+                use_cache=True,  # training may have switched the cache off (gradient checkpointing)
             )
         completions = generated[:, batch["input_ids"].shape[1] :].tolist()
         for i in range(0, len(completions), n):
