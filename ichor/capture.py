@@ -27,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect
+from .confirm import Window, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -55,6 +56,7 @@ class Capture:
     """A pair worth asking the user about; ``pair`` is already cut and scrubbed."""
 
     pair: NewPair
+    detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
 
 
 @dataclass
@@ -135,7 +137,8 @@ class Tracker:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def observe(self, turn: Turn) -> Capture | None:
+    def observe(self, turn: Turn, threshold: str = "standalone") -> Capture | None:
+        """The pair this turn makes, if any; ``threshold`` is stage 1's operating point for the detector."""
         if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
             return None
         user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
@@ -148,24 +151,25 @@ class Tracker:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
             return None
-        kind, label = self._classify(last, before, user, answer)
+        kind, label, detected = self._classify(last, before, user, answer, threshold)
         if kind is None or same_answer(last.answer, answer):
             return None
-        return Capture(self._pair(kind, label, last, user, answer, turn))
+        return Capture(self._pair(kind, label, last, user, answer, turn), detected)
 
     @staticmethod
-    def _classify(last: _Last, before, user: str, answer: str) -> tuple[str | None, str | None]:
+    def _classify(last: _Last, before, user: str, answer: str, threshold: str):
+        """(kind, label, whether the detector decided) of this turn against the last one."""
         if len(before) == len(last.after) and before == last.after:
-            found = detect.detect(last.user, last.answer, user, answer)
+            found = stage1(Window(last.user, last.answer, user, answer), threshold)
             if found.kind in ("correction", "retry"):
-                return found.kind, found.label
-            return None, None
+                return found.kind, found.label, True
+            return None, None, False
         if len(before) == len(last.before) and before == last.before:
             if user == last.user:
-                return "retry", "retried answer"
-            found = detect.detect(last.user, last.answer, user, answer)
-            return "undo", found.label or "undone answer"
-        return None, None
+                return "retry", "retried answer", False
+            found = stage1(Window(last.user, last.answer, user, answer), "standalone")
+            return "undo", found.label or "undone answer", False
+        return None, None, False
 
     @staticmethod
     def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:

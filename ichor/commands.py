@@ -14,14 +14,13 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import DISTRIBUTION, card, pair_edit, settings
+from . import card, detect_refit, pair_edit, settings
 from .export import ExportConfig, write_export
 from .scrub import describe
 from .settings import SettingError
 from .store import EXPORTED_STATUSES, KINDS, STATUSES, Pair, Store, StoreError
 from .verbs import SHELL, Arg, CommandError, Result, Surface, Verb, help_text, parse_chat, suggestion
 
-HUB_EXTRA = f"pip install '{DISTRIBUTION}[hub]'"
 # What the user reads for a status: "shared" in the store means queued, not yet on the Hub.
 STATUS_WORDS = {"pending": "pending", "kept": "kept", "shared": "queued to share", "uploaded": "uploaded"}
 STATUS_ALIASES = {"queued": "shared"}
@@ -137,7 +136,7 @@ def review(ctx: Context, args) -> Result:
     pair = ctx.db.oldest_pending()
     if pair is None:
         return Result("ichor · nothing pending", None)
-    return Result(card.render_card(pair, choices=choices_line(pair.id, ctx.surface)), _record(pair))
+    return Result(card.render(pair, ctx.surface.name, choices=choices_line(pair.id, ctx.surface)), _record(pair))
 
 
 def _list_line(pair: Pair) -> str:
@@ -199,11 +198,13 @@ def decide(ctx: Context, verb: str, refs: list) -> Result:
     lines = []
     for pair in pairs:
         if verb == "discard":
+            detect_refit.learn(ctx.db, pair, positive=False)
             ctx.db.discard(pair.id)
             lines.append(card.render_discarded(pair.id))
         elif pair.status == "uploaded":
             lines.append(f"ichor · pair #{pair.id} is already uploaded")
         else:
+            detect_refit.learn(ctx.db, pair, positive=True)
             lines.append(card.render_outcome(ctx.db.set_status(pair.id, "kept" if verb == "keep" else "shared")))
     return Result("\n".join(lines), [p.id for p in pairs], decided=tuple(p.id for p in pairs))
 
@@ -240,20 +241,12 @@ def share_preview(ctx: Context) -> Result:
     return Result("\n".join([head, *(_list_line(p) for p in queued)]), data)
 
 
-def hub_installed() -> bool:
-    try:
-        import huggingface_hub  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def upload(ctx: Context) -> Result:
-    if not hub_installed():
-        raise CommandError(f"sharing needs the hub extra: {HUB_EXTRA}")
+    from .hub import require_client
     from .share import ShareError, share_queued
 
     try:
+        require_client()  # a missing hub extra is named before anything else is asked for
         result = share_queued(ctx.db)
     except ShareError as exc:
         raise CommandError(str(exc)) from None
@@ -339,6 +332,7 @@ def forget_all(ctx: Context, args) -> Result:
     if args.confirm != "yes":
         raise CommandError(f"this deletes every stored pair; confirm with: {ctx.surface.say('forget-all yes')}")
     n = ctx.db.forget_all()
+    detect_refit.forget(ctx.db)
     return Result(f"ichor · deleted {n} pairs", {"deleted": n})
 
 
@@ -366,7 +360,7 @@ ONE_ID = Arg("id", "a pair id (as on the card) or uid (as the audit prints)", pa
 JSON = Arg("--json", "print machine-readable JSON", flag=True, shell_only=True)
 
 VERBS: tuple[Verb, ...] = (
-    Verb("status", "counts, top mistakes, paused chats and every setting", status, (JSON,)),
+    Verb("status", "counts, top mistakes, paused chats and every setting", status, (JSON,), reads_only=True),
     Verb(
         "list",
         "every pair, one line each",
@@ -376,9 +370,10 @@ VERBS: tuple[Verb, ...] = (
             Arg("--kind", "only pairs of this kind", choices=KINDS),
             JSON,
         ),
+        reads_only=True,
     ),
-    Verb("show", "one pair in full, as stored", show, (ONE_ID, JSON)),
-    Verb("review", "the oldest pending pair, as a card", review, (JSON,)),
+    Verb("show", "one pair in full, as stored", show, (ONE_ID, JSON), reads_only=True),
+    Verb("review", "the oldest pending pair, as a card", review, (JSON,), reads_only=True),
     Verb("edit", "fix a pair in $EDITOR; it is scrubbed again on save", edit, (ONE_ID,), chat=False),
     Verb("keep", "keep pairs for training on this machine (never uploaded)", keep, (IDS,)),
     Verb(

@@ -89,6 +89,7 @@ class Verb:
     args: tuple[Arg, ...] = ()
     chat: bool = True  # offered as /ichor NAME
     needs_store: bool = True
+    reads_only: bool = False  # works on a store that can't be written (shown as it is, said so)
 
     def usage(self, surface: Surface) -> str:
         parts = [a.usage() for a in self.args if surface.name == "shell" or not a.shell_only]

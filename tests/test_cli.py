@@ -188,7 +188,7 @@ def test_share_without_the_hub_extra_names_it(home, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # as if the extra were not installed
     code, out, err = run(capsys, monkeypatch, "share")
     assert code == 2 and out == ""
-    assert err == f"ichor: sharing needs the hub extra: pip install '{DISTRIBUTION}[hub]'\n"
+    assert err == f"ichor: sharing needs huggingface_hub, which is not installed: pip install '{DISTRIBUTION}[hub]'\n"
     with Store.open() as store:
         reply = commands.run_chat(store, "share")
     assert not reply.ok and reply.text == err.strip()

@@ -54,7 +54,7 @@ def _verb_runner(verb: Verb):
 
 
 def _run_verb(verb: Verb, args) -> Result:
-    store = open_store(args) if verb.needs_store else None
+    store = open_store(args, read_only_ok=verb.reads_only) if verb.needs_store else None
     try:
         return verb.handler(commands.Context(store, SHELL), args)
     except (CommandError, StoreError, SettingError) as exc:
