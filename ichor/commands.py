@@ -256,9 +256,12 @@ def upload(ctx: Context) -> Result:
 # ---- the rest --------------------------------------------------------------------------------------
 
 
-def export(ctx: Context, args) -> Result:
-    store = ctx.db
-    out = getattr(args, "out", None)
+def export_verb(ctx: Context, args) -> Result:
+    return export(ctx.db, getattr(args, "out", None))
+
+
+def export(store: Store, out: str | None = None) -> Result:
+    """Write the kept and shared pairs to ``out`` (default: a stamped folder under exports/)."""
     folder = Path(out) if out else _stamped_folder(store.path.parent / "exports")
     store.sync_data_dir()
     records = (pair.to_record() for pair in store.iter_pairs(EXPORTED_STATUSES))
@@ -390,7 +393,7 @@ VERBS: tuple[Verb, ...] = (
     Verb(
         "export",
         "write dpo.jsonl, atropos/pairs.jsonl and atropos_env/ for kept and shared pairs",
-        export,
+        export_verb,
         (Arg("--out", "folder to write (default: a stamped folder under exports/)", metavar="DIR", shell_only=True),),
     ),
     Verb(
