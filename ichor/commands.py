@@ -37,8 +37,10 @@ DEFAULT_REPO = "ichor-pairs"
 
 
 def parse_id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:  # "²" and huge ids crashed
-        raise CommandError(f"not a pair id: {text!r} (ids are positive whole numbers)")
+    # "²" and huge ids crashed; more than 19 digits can't be a SQLite rowid (and int() refuses 4,300+)
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or not 0 < int(text) < 2**63:
+        shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
+        raise CommandError(f"not a pair id: {shown!r} (ids are positive whole numbers)")
     return int(text)
 
 

@@ -144,3 +144,57 @@ def grouped_blocks(rows: list[dict], predicted: list[bool]) -> dict[str, dict]:
         fn = sum(g and not p for g, p in pairs)
         out[name] = dict(_block(tp, fp, fn, len(pairs) - tp - fp - fn), n=len(pairs))
     return out
+
+
+# ------------------------------------------------------------------------------- with stage 2
+
+
+def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float) -> dict:
+    """Stage 1 alone (standalone point) and stage 1 + 2 (candidates confirmed through ``complete_fn``).
+
+    Also the share of windows that reached stage 2, how often it fell back to stage 1 and why, and the
+    tokens per confirmation (as reported, or estimated where the endpoint reported no usage).
+    """
+    from .confirm import Window, stage1, two_stage
+
+    decisions = []
+
+    def both(*texts):
+        decisions.append(two_stage(Window(*texts), complete_fn, timeout))
+        return decisions[-1]
+
+    alone = evaluate(rows, lambda *texts: stage1(Window(*texts), "standalone"))
+    confirmed = evaluate(rows, both)
+    asked = [d for d in decisions if d.asked_model]
+    tokens = [d.tokens for d in asked if d.tokens is not None]
+    reasons: dict[str, int] = {}
+    for d in asked:
+        if d.reason:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+    return {
+        "stage1": alone,
+        "stage1+2": confirmed,
+        "reached_stage2": _ratio(len(asked), len(decisions)),
+        "fallbacks": reasons,
+        "tokens_per_confirmation": sum(tokens) / len(tokens) if tokens else None,
+        "tokens_estimated": any(d.tokens_estimated for d in asked),
+    }
+
+
+def format_two_stage(report: dict) -> str:
+    reached = report["reached_stage2"]
+    fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(report["fallbacks"].items())) or "none"
+    tokens = report["tokens_per_confirmation"]
+    tokens_text = "n/a" if tokens is None else f"{tokens:.0f}" + (" (estimated)" if report["tokens_estimated"] else "")
+    return "\n".join(
+        [
+            "stage 1 alone (standalone point)",
+            format_report(report["stage1"]),
+            "",
+            "stage 1 + 2 (candidates confirmed by the model)",
+            format_report(report["stage1+2"]),
+            "",
+            f"reached stage 2: {_cell(reached)}   fell back to stage 1: {fallbacks}",
+            f"tokens per confirmation: {tokens_text}",
+        ]
+    )
