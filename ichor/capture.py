@@ -24,6 +24,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect
+from .confirm import Window, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -53,6 +54,7 @@ class Capture:
 
     pair: NewPair
     score: float = 1.0
+    detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
 
 
 @dataclass
@@ -122,7 +124,8 @@ class Tracker:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def observe(self, turn: Turn) -> Capture | None:
+    def observe(self, turn: Turn, threshold: str = "standalone") -> Capture | None:
+        """The pair this turn makes, if any; ``threshold`` is stage 1's operating point for the detector."""
         if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
             return None
         user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
@@ -135,24 +138,25 @@ class Tracker:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
             return None
-        kind, label, score = self._classify(last, before, user, answer)
+        kind, label, score, detected = self._classify(last, before, user, answer, threshold)
         if kind is None or same_answer(last.answer, answer):
             return None
-        return Capture(self._pair(kind, label, last, user, answer, turn), score)
+        return Capture(self._pair(kind, label, last, user, answer, turn), score, detected)
 
     @staticmethod
-    def _classify(last: _Last, before, user: str, answer: str) -> tuple[str | None, str | None, float]:
+    def _classify(last: _Last, before, user: str, answer: str, threshold: str):
+        """(kind, label, score, whether the detector decided) of this turn against the last one."""
         if len(before) == len(last.after) and before == last.after:
-            found = detect.detect(last.user, last.answer, user, answer)
+            found = stage1(Window(last.user, last.answer, user, answer), threshold)
             if found.kind in ("correction", "retry"):
-                return found.kind, found.label, found.score
-            return None, None, found.score
+                return found.kind, found.label, found.score, True
+            return None, None, found.score, False
         if len(before) == len(last.before) and before == last.before:
             if user == last.user:
-                return "retry", "retried answer", 1.0
-            found = detect.detect(last.user, last.answer, user, answer)
-            return "undo", found.label or "undone answer", 1.0
-        return None, None, 0.0
+                return "retry", "retried answer", 1.0, False
+            found = stage1(Window(last.user, last.answer, user, answer), "standalone")
+            return "undo", found.label or "undone answer", 1.0, False
+        return None, None, 0.0, False
 
     @staticmethod
     def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:

@@ -58,6 +58,13 @@ def test_undo_then_new_ask_pairs_undone_answer():
     assert (got.pair.rejected, got.pair.accepted, got.pair.user_said) == ("ls", "ls -S", "list them biggest first")
 
 
+def test_only_the_detectors_decisions_are_left_for_stage_two():
+    said_so = two_turns(Tracker(), history(ASK, "ls"), history(ASK, "ls", CORRECTION, "ls -lhS"))
+    retried = two_turns(Tracker(), history("a", "1", ASK, "ls"), history("a", "1", ASK, "ls -la"))
+    undone = two_turns(Tracker(), history("a", "1", ASK, "ls"), history("a", "1", "biggest first", "ls -S"))
+    assert (said_so.detected, retried.detected, undone.detected) == (True, False, False)
+
+
 def test_heavy_shrink_is_never_an_undo():
     tracker = Tracker()
     long = history("a", "1", "b", "2", "c", "3", ASK, "ls")

@@ -119,18 +119,6 @@ def test_session_finalize_drops_session_state(tmp_path):
     assert report["tracked_sessions"] == 1
 
 
-def test_opt_in_model_label_is_one_call_per_pair(tmp_path):
-    report = loop(
-        tmp_path,
-        session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), turn("ok thanks", "You're welcome")),
-        settings={"llm_labels": True},
-        reply_when={"Name the kind of mistake": "Ignored sort order."},
-    )
-    [pair] = report["pairs"]
-    assert pair["label"] == "ignored sort order"
-    assert len(report["model_calls"]) == 4  # three turns and one label call
-
-
 def test_failures_inside_ichor_never_change_the_turn(tmp_path):
     chat = session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), finalize=True)
     healthy = loop(tmp_path / "ok", chat)

@@ -3,7 +3,8 @@
 Registered surfaces (``plugin.yaml`` declares exactly these):
 
 * ``post_llm_call``: feed the turn to the tracker; a captured pair is scrubbed, stored as pending
-  and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``);
+  and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``).
+  A detector candidate is first confirmed by the host's model off the turn's thread (``confirmation``);
 * ``pre_gateway_dispatch``: remember the chat of the inbound message (for the card and for
   ``/ichor off``), and claim a bare k/s/d reply to the single open card of a direct chat;
 * ``on_session_finalize``: drop the session's state;
@@ -17,16 +18,17 @@ opened at call time from Hermes' active home, so each profile keeps its own pair
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
 from pathlib import Path
 
-from .. import card, commands
+from .. import card, commands, settings
 from ..capture import Tracker, Turn
-from ..store import Store
+from ..store import NewPair, Store
 from .cards import CardBoard, OpenCard
-from .labels import label_in_background
+from .confirmation import confirm_in_background, standalone
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
 
 log = logging.getLogger("hermes_plugins.ichor")
@@ -103,28 +105,42 @@ class IchorPlugin:
     def post_llm_call(
         self, session_id="", user_message=None, assistant_response=None, conversation_history=None, platform="", **_
     ):
-        captured = self.tracker.observe(
-            Turn(
-                str(session_id or ""),
-                str(platform or ""),
-                user_message,
-                assistant_response,
-                list(conversation_history or []),
-            )
+        llm = getattr(self.ctx, "llm", None)
+        turn = Turn(
+            str(session_id or ""),
+            str(platform or ""),
+            user_message,
+            assistant_response,
+            list(conversation_history or []),
         )
+        captured = self.tracker.observe(turn, threshold="candidate" if llm is not None else "standalone")
         if captured is None:
             return None
         with open_store() as store:
             if commands.is_capture_paused(store, session_scope(platform or "")):
                 return None
-            pair = store.add_pair(captured.pair)
-            wants_model_label = store.get_setting("llm_labels", False) is True
-        if pair.status != "pending":
-            return None  # the same pair again, already decided
-        self.show(pair, platform or "")
-        if wants_model_label and getattr(self.ctx, "llm", None) is not None:
-            label_in_background(self.ctx.llm, pair, save_label)
+            confirming = llm is not None and settings.get(store, "confirm") is True
+            model = settings.get(store, "confirm_model")
+        if captured.detected and confirming:
+            confirm_in_background(llm, model, captured.pair, lambda d: self.post_llm_call_confirmed(captured.pair, d))
+            return None
+        if captured.detected and llm is not None and not standalone(captured.pair):
+            return None  # a candidate only, and nothing will confirm it
+        self.keep(captured.pair)
         return None
+
+    @guarded()
+    def post_llm_call_confirmed(self, new_pair: NewPair, decision) -> None:
+        """Stage 2's decision on a candidate (on the confirmation's thread): a card, or nothing."""
+        if decision.is_correction:
+            self.keep(dataclasses.replace(new_pair, kind=decision.kind, label=decision.label or new_pair.label))
+
+    def keep(self, new_pair: NewPair) -> None:
+        """Store a captured pair as pending and show its card."""
+        with open_store() as store:
+            pair = store.add_pair(new_pair)
+        if pair.status == "pending":  # else the same pair again, already decided
+            self.show(pair, new_pair.platform)
 
     @guarded()
     def pre_gateway_dispatch(self, event=None, gateway=None, **_):
@@ -195,12 +211,6 @@ class IchorPlugin:
             open_card = self.board.close(int(words[1]))
             if open_card is not None and open_card.post is not None:
                 open_card.post.replace(reply)
-
-
-@guarded()
-def save_label(pair_id: int, label: str) -> None:
-    with open_store() as store:
-        store.set_label(pair_id, label)
 
 
 ACTIVE: IchorPlugin | None = None
