@@ -7,11 +7,14 @@ finds them next to the package; a wheel installs them under ``<prefix>/share/ich
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sys
 import sysconfig
 from pathlib import Path
+
+from .paths import open_private
 
 ENV_FILES = ("ichor_env.py", "reward.py")
 
@@ -71,11 +74,19 @@ def write_atropos_env(out_dir: str | os.PathLike, pairs: str | os.PathLike | Non
     if not source_pairs.is_file():
         raise FileNotFoundError(f"{source_pairs}: no pairs to put in the Atropos env (export first)")
     folder = out / "atropos_env"
+    if folder.is_symlink():
+        raise OSError(errno.ELOOP, "is a symbolic link; ichor does not write through links", str(folder))
     folder.mkdir(parents=True, exist_ok=True)
     src = env_source_dir()
     for name in ENV_FILES:
-        shutil.copyfile(src / name, folder / name)
-    shutil.copyfile(source_pairs, folder / "pairs.jsonl")
+        _copy_private(src / name, folder / name)
+    _copy_private(source_pairs, folder / "pairs.jsonl")  # the pairs' text: 0600 like every other export file
     total, held_out = _count(source_pairs)
-    (folder / "README.md").write_text(README.format(pairs=total, eval=held_out), encoding="utf-8")
+    with open_private(folder / "README.md") as fh:
+        fh.write(README.format(pairs=total, eval=held_out))
     return folder
+
+
+def _copy_private(src: Path, dst: Path) -> None:
+    with open(src, "rb") as fin, open_private(dst, "wb") as fout:
+        shutil.copyfileobj(fin, fout)

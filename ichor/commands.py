@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from . import card
+from . import card, detect_refit
 from .export import ExportConfig, write_export
 from .store import EXPORTED_STATUSES, Store, StoreError
 
@@ -37,8 +37,10 @@ DEFAULT_REPO = "ichor-pairs"
 
 
 def parse_id(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or not 0 < int(text) < 2**63:  # "²" and huge ids crashed
-        raise CommandError(f"not a pair id: {text!r} (ids are positive whole numbers)")
+    # "²" and huge ids crashed; more than 19 digits can't be a SQLite rowid (and int() refuses 4,300+)
+    if not (text.isascii() and text.isdigit()) or len(text) > 19 or not 0 < int(text) < 2**63:
+        shown = text if len(text) <= 24 else f"{text[:20]}… ({len(text)} characters)"
+        raise CommandError(f"not a pair id: {shown!r} (ids are positive whole numbers)")
     return int(text)
 
 
@@ -67,11 +69,13 @@ def review(store: Store) -> str:
 def decide(store: Store, verb: str, pair_id: int) -> str:
     """keep / share / discard one pair."""
     if verb == "discard":
+        detect_refit.learn(store, store.require(pair_id), positive=False)
         store.discard(pair_id)
         return card.render_discarded(pair_id)
     current = store.require(pair_id)
     if current.status == "uploaded":
         return f"ichor · pair #{pair_id} is already uploaded"
+    detect_refit.learn(store, current, positive=True)
     return card.render_outcome(store.set_status(pair_id, "kept" if verb == "keep" else "shared"))
 
 
@@ -144,7 +148,9 @@ def toggle(store: Store, on: bool, args: list[str], scope: str | None) -> str:
 def forget_all(store: Store, args: list[str]) -> str:
     if args != ["yes"]:
         raise CommandError("this deletes every stored pair; confirm with: forget-all yes")
-    return f"ichor · deleted {store.forget_all()} pairs"
+    deleted = store.forget_all()
+    detect_refit.forget(store)
+    return f"ichor · deleted {deleted} pairs"
 
 
 def is_capture_paused(store: Store, scope: str | None) -> bool:

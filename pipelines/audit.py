@@ -6,6 +6,10 @@
 * Every text is scrubbed again (idempotent on already-scrubbed text); what was removed is counted.
 * Exact duplicates and pairs whose accepted answer equals the rejected one are dropped.
 
+When the plugin's pair store is visible (``$HERMES_HOME/plugin-data/ichor/ichor.db``), a file whose pair
+that store no longer has (discarded, forgotten, or made pending again) is dropped and counted; files of
+pairs the store never held (another profile's) are left to the other checks.
+
 Reads ``data.pairs_dir`` (falling back to ``data.sample_dir`` while it holds no pairs), writes
 ``data/audited/pairs.jsonl`` and ``metrics/audit.json``.
 """
@@ -13,7 +17,7 @@ Reads ``data.pairs_dir`` (falling back to ``data.sample_dir`` while it holds no 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,6 +113,36 @@ def audit_records(records: Iterable[dict], fail_on_leak: bool = True) -> tuple[l
     return kept, stats
 
 
+def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, batch: int = 500) -> Iterator[dict]:
+    """``records`` less those whose pair the store at ``store_file`` no longer has; counts them in ``stats``.
+
+    The store is opened read-only; when it can't be seen, nothing is dropped and ``stats`` says so.
+    """
+    from ichor.store import Store, StoreError
+
+    stats["dropped_not_in_store"] = 0
+    try:
+        store = Store(store_file, read_only=True)
+    except (StoreError, OSError) as exc:
+        stats["store"] = f"not checked: {exc}"
+        yield from records
+        return
+    stats["store"] = str(store_file)
+    with store:
+        pending: list[dict] = []
+        for record in [*records, None]:
+            if record is not None:
+                pending.append(record)
+            if pending and (record is None or len(pending) >= batch):
+                states = store.export_states(r["uid"] for r in pending)
+                for held in pending:
+                    if states.get(held["uid"]) in ("pending", "forgotten"):
+                        stats["dropped_not_in_store"] += 1
+                    else:
+                        yield held
+                pending = []
+
+
 def _has_pairs(folder: Path) -> bool:
     return folder.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in folder.rglob("*.jsonl"))
 
@@ -133,15 +167,19 @@ def write_records(records: list[dict], out: str | Path) -> None:
 
 def audit(config: AuditConfig) -> dict:
     from ichor.export import load_records
+    from ichor.paths import db_path
 
     source, source_kind = pick_source(config)
-    kept, stats = audit_records(load_records(source), config.fail_on_leak)
+    store_stats: dict = {}
+    records = without_forgotten(load_records(source), db_path(), store_stats)
+    kept, stats = audit_records(records, config.fail_on_leak)
     write_records(kept, config.out)
-    stats["source"] = source_kind
+    stats.update(store_stats, source=source_kind)
     write_json(config.metrics, stats)
     print(
         f"audit: {stats['pairs_in']} pairs from {source} ({source_kind}) → {stats['pairs_out']} kept; "
-        f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical"
+        f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical; "
+        f"{stats['dropped_not_in_store']} dropped as no longer in the pair store ({stats['store']})"
     )
     return stats
 

@@ -34,7 +34,7 @@ def test_card_is_sent_and_k_in_a_dm_is_claimed(tmp_path):
     assert answer["text"] == "ls -lhS"  # the answer first, then the card about it
     assert card["text"].startswith("ichor · captured pair #1")
     assert CORRECTION in card["text"] and "reply k keep · s share · d discard" in card["text"]
-    assert "\nls -S\n" in card["text"] and "\nls -lhS\n" in card["text"]
+    assert "rejected:\n  ls -S\n" in card["text"] and "accepted:\n  ls -lhS\n" in card["text"]
     assert claim["reached_model"] is False and claim["sent"] == []
     assert report["edits"] == [
         {"chat_id": "chat-1", "message_id": card["message_id"], "text": "ichor · pair #1 kept (private)"}

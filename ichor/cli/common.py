@@ -13,11 +13,16 @@ class CliError(Exception):
     """Bad input or a failed action: printed as one line, exit status 2."""
 
 
-def open_store(args) -> Store:
+def open_store(args, read_only_ok: bool = False) -> Store:
+    """The profile's store; for a read command (``read_only_ok``) a store that can't be written opens
+    read-only, with one line on stderr saying so."""
     try:
-        return Store.open(args.home)
+        store = Store.open(args.home, read_only_ok=read_only_ok)
     except (OSError, StoreError) as exc:
         raise CliError(f"can't open the pair store: {exc}") from None
+    if store.read_only and read_only_ok:
+        print(f"ichor: the pair store {store.path} is read-only; showing it as it is", file=sys.stderr)
+    return store
 
 
 def print_json(data) -> None:

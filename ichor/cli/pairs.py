@@ -11,8 +11,8 @@ from .common import CliError, open_store, print_json
 
 
 @contextmanager
-def _store(args):
-    store = open_store(args)
+def _store(args, read_only_ok: bool = False):
+    store = open_store(args, read_only_ok)
     try:
         yield store
     except (commands.CommandError, StoreError, OSError) as exc:
@@ -22,7 +22,7 @@ def _store(args):
 
 
 def _status(args) -> int:
-    with _store(args) as store:
+    with _store(args, read_only_ok=True) as store:
         if args.json:
             print_json(commands.status_data(store))
         else:
@@ -47,7 +47,7 @@ def review_data(store) -> dict | None:
 
 
 def _review(args) -> int:
-    with _store(args) as store:
+    with _store(args, read_only_ok=True) as store:
         if args.json:
             print_json(review_data(store))
         else:

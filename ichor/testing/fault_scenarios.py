@@ -98,7 +98,7 @@ class DiskFull:
         def full(*args, **kwargs):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        for name in ("_write", "_write_data_file"):
+        for name in ("_transaction", "_mirror"):
             self.saved[name] = getattr(store.Store, name)
             setattr(store.Store, name, full)
 
