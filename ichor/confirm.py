@@ -12,11 +12,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import detect
 
@@ -113,7 +113,7 @@ class Decision:
         return self.stage == 2 or self.reason is not None
 
 
-def stage1(window: Window, threshold: str, model_path: str | os.PathLike | None = None) -> detect.Detection:
+def stage1(window: Window, threshold: str, model_path: str | Path | None = None) -> detect.Detection:
     """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides.
 
     ``model_path`` names a profile's refitted detector; the shipped one is the fallback."""

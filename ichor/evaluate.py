@@ -145,6 +145,7 @@ def grouped_blocks(rows: list[dict], predicted: list[bool]) -> dict[str, dict]:
         out[name] = dict(_block(tp, fp, fn, len(pairs) - tp - fp - fn), n=len(pairs))
     return out
 
+
 # ------------------------------------------------------------------------------- with stage 2
 
 
