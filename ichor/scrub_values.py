@@ -115,8 +115,10 @@ def is_placeholder(value: str) -> bool:
 
 def is_template(value: str) -> bool:
     """A reference to a value held elsewhere (a variable, a template, code), not a value."""
-    low = value.lower()
-    return _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or low.startswith(_CODE_STARTS)
+    start = value[:32].lower()  # the code prefixes are short; lower-casing a long value would cost its length
+    return (
+        _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or start.startswith(_CODE_STARTS)
+    )
 
 
 def kept_value(value: str) -> bool:

@@ -23,16 +23,6 @@ ROWS = (
         lambda m: f"{m['before']['preference_accuracy']} → {m['after']['preference_accuracy']}",
     ),
     ("eval", "mean margin before → after", lambda m: f"{m['before']['mean_margin']} → {m['after']['mean_margin']}"),
-    ("rl", "groups, mean reward", lambda m: f"{m['groups']}, {m['mean_score']:.3f}"),
-    (
-        "rl",
-        "reward accuracy vs string similarity",
-        lambda m: (
-            f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
-            f"on {m['eval_pairs']} held-out pairs"
-        ),
-    ),
-    ("rl", "win rate vs rejected", lambda m: f"{m['win_rate_vs_rejected']:.3f}"),
     (
         "publish",
         "pushed",
@@ -61,7 +51,14 @@ def table(metrics: dict[str, dict]) -> list[tuple[str, str]]:
                 lines.append((f"{stage}: {name}", fmt(metrics[stage])))
             except (KeyError, TypeError):
                 lines.append((f"{stage}: {name}", "?"))
-    for stage in sorted(set(metrics) - {row[0] for row in ROWS}):
+    if "rl" in metrics:
+        from pipelines.rl import summary_rows
+
+        try:
+            lines += [(f"rl: {name}", value) for name, value in summary_rows(metrics["rl"])]
+        except (KeyError, TypeError):
+            lines.append(("rl", "?"))
+    for stage in sorted(set(metrics) - {row[0] for row in ROWS} - {"rl"}):
         flat = {k: v for k, v in metrics[stage].items() if isinstance(v, (int, float, str, bool)) and v is not None}
         if flat:
             lines.append((stage, ", ".join(f"{k}={v}" for k, v in list(flat.items())[:4])))
