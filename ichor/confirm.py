@@ -114,7 +114,7 @@ class Decision:
 
 def stage1(window: Window, threshold: str):
     """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides."""
-    return detect.detect(window.prev_user, window.prev_assistant, window.user, window.assistant)  # one threshold today
+    return detect.detect(window.prev_user, window.prev_assistant, window.user, window.assistant, threshold=threshold)
 
 
 def two_stage(window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT) -> Decision:
