@@ -234,8 +234,10 @@ def report(scored: dict[str, list[list[Scored]]], judged: bool) -> dict:
         figures["hacking"] = hacking(figures["best_of"])
     names = list(scored)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[:i]]  # later policies vs earlier ones
+    first = next(iter(scored.values()), [])
     return {
-        "prompts": len(next(iter(scored.values()), [])),
+        "prompts": len(first),
+        "prompts_with_checks": sum(1 for group in first if group and group[0].satisfaction is not None),
         "samples_per_prompt": min((len(g) for groups in scored.values() for g in groups), default=0),
         "policies": policies,
         "win_rate_by_checks": {f"{a}_vs_{b}": win_rate(scored[a], scored[b]) for a, b in pairs},
