@@ -126,18 +126,18 @@ def run(cfg: DetectBenchConfig) -> dict:
         cases[f"hostile {name} (user)"] = _time(detect, [("fix it", ANSWER, text, "Here is the fix.")], reps)
         cases[f"hostile {name} (all four)"] = _time(detect, [("x " + text, text, text, "y " + text)], reps)
     hostile_max = max(c["max_ms"] for k, c in cases.items() if k.startswith("hostile"))
-    typical = cases["typical turns"]
+    timed = cases["typical turns"]
     return {
         "cases": cases,
         "typical_turns": len(typical),
         "dev_set_included": cfg.data.is_file(),
-        "typical_p50_ms": typical["p50_ms"],
-        "typical_p99_ms": typical["p99_ms"],
+        "typical_p50_ms": timed["p50_ms"],
+        "typical_p99_ms": timed["p99_ms"],
         "hostile_max_ms": hostile_max,
-        "hostile_max_over_typical_p50": round(hostile_max / typical["p50_ms"], 1) if typical["p50_ms"] else None,
+        "hostile_max_over_typical_p50": round(hostile_max / timed["p50_ms"], 1) if timed["p50_ms"] else None,
         "targets_met": {
-            "typical_p50_under_2ms": typical["p50_ms"] < 2.0,
-            "typical_p99_under_10ms": typical["p99_ms"] < 10.0,
+            "typical_p50_under_2ms": timed["p50_ms"] < 2.0,
+            "typical_p99_under_10ms": timed["p99_ms"] < 10.0,
             "hostile_under_50ms": hostile_max < 50.0,
         },
     }

@@ -280,6 +280,16 @@ def hostile_texts() -> dict[str, str]:
         "cli": "mysql -p " * (n // 9),
         "home": "/mnt/c/Users/" * (n // 13),
         "mixed": "sk-proj- ghp_ a@b. 1.2.3. +1 (555) ::1 /home/ KEY= Bearer eyJ. 06 12 " * (n // 70),
+        # Each a real match or a validated candidate every few characters: per-match work, and a second pass
+        # over text that the placeholders have made up to three times longer.
+        "curl-users": "-u a:" * (n // 5),
+        "names-colon": "token: a1" * (n // 9),
+        "names-tab": "pass\t=\t" * (n // 7),
+        "key-eq": "key=" * (n // 4),
+        "single-quoted": "password='" * (n // 10),
+        "ibans": "DE44 5001 0517 5407 3249 31 " * (n // 28),
+        "ssns": "123-45-6789 " * (n // 12),
+        "cards": "4111 1111 1111 1112 " * (n // 20),
     }
 
 

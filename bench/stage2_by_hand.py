@@ -5,8 +5,9 @@ at least ``--n`` windows are in, and writes for each window the exact user messa
 ``ichor.confirm.confirmation_messages`` builds (the system message is the same for all: ``RULES``) to
 a folder outside the repository. The answering model reads those files only, never the labels.
 Its raw JSON answers go in ``bench/stage2_answers.jsonl`` (ids and answers only: no text of the data).
-``score`` then reads the labels and reports stage 2 alone and stage 1's candidates AND stage 2, with
-95 % Wilson intervals.
+``score`` then reads the labels and reports stage 1 (fitted on every other labelled window, so it has
+never seen these repositories), stage 2 alone, and stage 1's candidates AND stage 2, with 95 % Wilson
+intervals.
 
     python -m bench.stage2_by_hand sample /tmp/stage2-prompts
     python -m bench.stage2_by_hand score
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import tempfile
 from pathlib import Path
 
 from ichor.confirm import Window, confirmation_messages, parse_confirmation, stage1
@@ -65,21 +67,40 @@ def write_prompts(rows: list[dict], folder: Path) -> None:
     (folder / "SYSTEM.txt").write_text(confirmation_messages(Window("", "", ""))[0]["content"], encoding="utf-8")
 
 
-def score(rows: list[dict], answers: dict[str, str]) -> dict:
-    gold, first, alone, both = [], [], [], []
+def held_out_stage1(data_dir: Path, rows: list[dict]):
+    """Stage 1 fitted on every labelled window outside ``rows``' repositories (thresholds chosen there too)."""
+    from ichor import detect, detect_fit, detect_model
+
+    held = {repository(r) for r in rows}
+    files = [data_dir / name for name in ("corrections-dev.jsonl", "corrections-more.jsonl")]
+    train = [r for r in detect_fit.load_rows(*(f for f in files if f.is_file())) if repository(r) not in held]
+    path = Path(tempfile.mkdtemp(prefix="stage2-")) / "detector.json"
+    detect_model.dump(detect_fit.fit(train), path)
+
+    def run(w: Window, threshold: str):
+        return detect.detect(w.prev_user, w.prev_assistant, w.user, w.assistant, threshold=threshold, model_path=path)
+
+    return run, len(train)
+
+
+def score(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) -> dict:
+    gold, first, candidates, alone, both = [], [], [], [], []
     for row in rows:
         found = parse_confirmation(answers[row["id"]])
         said = bool(found and found.is_correction)
-        candidate = stage1(window(row), "candidate").is_correction
+        candidate = stage1_fn(window(row), "candidate").is_correction
         gold.append(row["kind"] != "none")
-        first.append(stage1(window(row), "standalone").is_correction)
+        first.append(stage1_fn(window(row), "standalone").is_correction)
+        candidates.append(candidate)
         alone.append(said)
         both.append(candidate and said)
     return {
         "n": len(rows),
         "repositories": len({repository(r) for r in rows}),
         "positives": sum(gold),
-        "stage1 alone": _pr(gold, first),
+        "reached stage 2": _ratio(sum(candidates), len(rows)),
+        "stage1 standalone": _pr(gold, first),
+        "stage1 candidate": _pr(gold, candidates),
         "stage2 alone": _pr(gold, alone),
         "stage1 candidate and stage2": _pr(gold, both),
     }
@@ -113,9 +134,11 @@ def main(argv: list[str] | None = None) -> int:
             if line.strip():
                 obj = json.loads(line)
                 answers[obj["id"]] = obj["answer"]
-    report = score(rows, answers)
+    stage1_fn, trained = held_out_stage1(args.data.parent, rows)
+    report = score(rows, answers, stage1_fn)
     print(f"n {report['n']} windows, {report['repositories']} repositories, {report['positives']} positive")
-    for name in ("stage1 alone", "stage2 alone", "stage1 candidate and stage2"):
+    print(f"stage 1 fitted on the other {trained} windows; reached stage 2: {_cell(report['reached stage 2'])}")
+    for name in ("stage1 standalone", "stage1 candidate", "stage2 alone", "stage1 candidate and stage2"):
         block = report[name]
         print(f"{name:<30} P {_cell(block['precision'])}   R {_cell(block['recall'])}")
     return 0

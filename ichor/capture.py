@@ -124,8 +124,9 @@ class Tracker:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def observe(self, turn: Turn, threshold: str = "standalone") -> Capture | None:
-        """The pair this turn makes, if any; ``threshold`` is stage 1's operating point for the detector."""
+    def observe(self, turn: Turn, threshold: str = "standalone", model_path=None) -> Capture | None:
+        """The pair this turn makes, if any. ``threshold`` is the detector's operating point and ``model_path``
+        the profile's refitted detector (the shipped one when None or unreadable)."""
         if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
             return None
         user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
@@ -138,23 +139,23 @@ class Tracker:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
             return None
-        kind, label, score, detected = self._classify(last, before, user, answer, threshold)
+        kind, label, score, detected = self._classify(last, before, user, answer, threshold, model_path)
         if kind is None or same_answer(last.answer, answer):
             return None
         return Capture(self._pair(kind, label, last, user, answer, turn), score, detected)
 
     @staticmethod
-    def _classify(last: _Last, before, user: str, answer: str, threshold: str):
+    def _classify(last: _Last, before, user: str, answer: str, threshold: str, model_path):
         """(kind, label, score, whether the detector decided) of this turn against the last one."""
         if len(before) == len(last.after) and before == last.after:
-            found = stage1(Window(last.user, last.answer, user, answer), threshold)
+            found = stage1(Window(last.user, last.answer, user, answer), threshold, model_path)
             if found.kind in ("correction", "retry"):
                 return found.kind, found.label, found.score, True
             return None, None, found.score, False
         if len(before) == len(last.before) and before == last.before:
             if user == last.user:
                 return "retry", "retried answer", 1.0, False
-            found = stage1(Window(last.user, last.answer, user, answer), "standalone")
+            found = stage1(Window(last.user, last.answer, user, answer), "standalone", model_path)
             return "undo", found.label or "undone answer", 1.0, False
         return None, None, 0.0, False
 

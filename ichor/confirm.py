@@ -16,6 +16,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import detect
 
@@ -112,9 +113,14 @@ class Decision:
         return self.stage == 2 or self.reason is not None
 
 
-def stage1(window: Window, threshold: str):
-    """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides."""
-    return detect.detect(window.prev_user, window.prev_assistant, window.user, window.assistant)  # one threshold today
+def stage1(window: Window, threshold: str, model_path: str | Path | None = None) -> detect.Detection:
+    """The detector at an operating point: "candidate" when stage 2 confirms, "standalone" when it decides.
+
+    ``model_path`` names a profile's refitted detector; the shipped one is the fallback."""
+    w = window
+    return detect.detect(
+        w.prev_user, w.prev_assistant, w.user, w.assistant, threshold=threshold, model_path=model_path
+    )
 
 
 def two_stage(window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT) -> Decision:

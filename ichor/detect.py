@@ -1,13 +1,13 @@
 """Correction detector, stage 1: does the user's new message correct or re-send the previous request?
 
 A trained linear model (``ichor.detect_model``, weights in ``ichor/data/detector.json``, fitted by
-``python -m ichor.detect_fit``) scores every window from word and character n-grams of the message,
-its shape and relation to the previous turn, and the hand rules of ``ichor.detect_rules`` as
-features.  Only the labelling rules' clear cases skip the model: an identical re-send is a retry, a
-bare yes/no/continue/thanks never a correction.  Two operating points,
-both chosen by cross-validation grouped by repository: ``standalone`` (best F1, used when nothing
-confirms) and ``candidate`` (recall >= 0.90, for a confirming second stage).  Pure Python: it runs
-inside Hermes' own environment.
+``python -m ichor.detect_fit``) scores every window from word n-grams of the message, its shape and
+relation to the previous turn, the hand rules of ``ichor.detect_rules`` as features and, when known,
+the opening of the reply.  Only the labelling rules' clear cases skip the model: an identical re-send
+is a retry, a bare yes/no/continue/thanks never a correction.  Two operating points, both chosen by
+cross-validation grouped by repository: ``standalone`` (best F1, used when nothing confirms) and
+``candidate`` (recall >= 0.90, for a confirming second stage).  Pure Python: it runs inside Hermes'
+own environment.
 """
 
 from __future__ import annotations

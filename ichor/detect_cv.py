@@ -69,7 +69,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
     parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
     parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
-    parser.add_argument("--json", help="also write the figures here")
+    parser.add_argument("--json", help="also write the figures and each window's held-out decisions here")
     args = parser.parse_args(argv)
     try:
         rows = F.load_rows(*args.data)
@@ -81,7 +81,12 @@ def main(argv=None) -> int:
     print(markdown(figures))
     print("\nconfigs chosen per outer fold: " + json.dumps([f["config"] for f in result["folds"]]))
     if args.json:
-        Path(args.json).write_text(json.dumps({"figures": figures, "folds": result["folds"]}, indent=1) + "\n")
+        held_out = {
+            str(row.get("id")): {"score": round(score, 6), **{p: d[i] for p, d in result["points"].items()}}
+            for i, (row, score) in enumerate(zip(rows, result["scores"], strict=True))
+        }
+        out = {"figures": figures, "folds": result["folds"], "held_out": held_out}
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
     return 0
 
 

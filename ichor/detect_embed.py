@@ -29,13 +29,21 @@ def embeddings(rows: list[dict], embedder=None) -> dict:
     return {key: np.stack([embedder.embed((r.get(key) or "")[:cut] or " ") for r in rows]) for key, cut in FIELDS}
 
 
-def dense_features(emb: dict):
-    """User embedding and four cosines, one row per window."""
+SCALINGS = ("sqrt", "unit", "cosines")
+
+
+def dense_features(emb: dict, scaling: str = "sqrt"):
+    """One row per window: the message's embedding and four cosines.
+
+    ``sqrt`` scales the unit-length embedding's components to about 1, like the binary features; ``unit``
+    leaves it as is; ``cosines`` keeps only the cosines (times 3)."""
     import numpy as np
 
     u, pu, pa, a = (emb[k] for k, _ in FIELDS)
     cos = np.stack([(u * pu).sum(1), (u * pa).sum(1), (a * pa).sum(1), (u * a).sum(1)], axis=1)
-    return np.hstack([u * np.sqrt(u.shape[1]), cos])  # unit vectors: scale components to about 1, like the binary ones
+    if scaling == "cosines":
+        return cos * 3
+    return np.hstack([u * np.sqrt(u.shape[1]) if scaling == "sqrt" else u, cos])
 
 
 def _fit_score(ids, dense, y, groups, train: list[int], test: list[int], c: float):
@@ -96,6 +104,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ichor.detect_embed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
     parser.add_argument("--cache", help="an .npz of the four embeddings per window (written when absent)")
+    parser.add_argument("--scaling", choices=SCALINGS, default="sqrt", help="how the dense features enter")
     args = parser.parse_args(argv)
     import numpy as np
 
@@ -108,7 +117,7 @@ def main(argv=None) -> int:
         emb = embeddings(rows)
         if args.cache:
             np.savez(args.cache, **emb)
-    points = nested_cv(rows, dense_features(emb), F.Grid())
+    points = nested_cv(rows, dense_features(emb, args.scaling), F.Grid())
     print(markdown({name: grouped_blocks(rows, decided) for name, decided in points.items()}))
     return 0
 

@@ -387,7 +387,20 @@ SECRET_RULES: tuple[Rule, ...] = (
     Rule(
         "cli_secret",
         _find_cli_secrets,
-        gate=("-u", "--user", "-p", "--pass", "--token", "--secret", "--api", "--auth"),
+        # A necessary condition: every option the finder knows holds one of these (--client-secret and
+        # --access-token hold neither "--secret" nor "--token", so they have their own).
+        gate=(
+            "-u",
+            "--user",
+            "-p",
+            "--pass",
+            "--token",
+            "--secret",
+            "--api",
+            "--auth",
+            "--client-secret",
+            "--access-",
+        ),
     ),
     Rule("aws_secret_key", _find_aws_secrets, gate=("aws", "secret", "akia")),
 )

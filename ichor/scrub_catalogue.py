@@ -30,6 +30,12 @@ TOKEN_END = r"(?![A-Za-z0-9_+/=-]|\.[A-Za-z0-9])"
 # A value that goes on (Summer.-4-...) is not this row's; the assignment finder takes it whole.
 NAMED_END = r"""(?=[\x60'"\s;,)\]}&]|\\[nr]|\.(?:\s|\Z)|\Z)"""
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=-]*")
+# A match starting with a letter or digit starts a word (gitleaks' leading \b). In the pattern itself, not only
+# checked afterwards: an attempt from inside a long run of letters then fails at once instead of scanning to the
+# run's end, which Python's backtracking engine would do from every position of the run (quadratic time).
+TOKEN_START = r"(?:(?![A-Za-z0-9])|(?<![A-Za-z0-9]))"
+# Entropy is measured on a token's first characters: enough for any real token, and bounded on hostile runs.
+ENTROPY_PREFIX = 256
 
 
 # A row's match lies near one of its keywords (inside it, as a rule): a row scans only from REACH_BEFORE
@@ -71,7 +77,7 @@ class Row:
 
     @cached_property
     def pattern(self) -> re.Pattern:
-        return re.compile(self.pattern_text, re.ASCII)
+        return re.compile(f"{TOKEN_START}(?:{self.pattern_text})", re.ASCII)
 
     @cached_property
     def allow_pattern(self) -> re.Pattern | None:
@@ -79,10 +85,17 @@ class Row:
 
     def find(self, text: str) -> Iterator[tuple[int, int]]:
         windows = self._windows(text)
+        tails = _TokenTails(text)
+        last = 0
         for start, end in windows if windows is not None else [(0, len(text))]:
-            for m in self.pattern.finditer(text, start, end):
-                span = self._secret_span(m)
+            if end <= last:
+                continue
+            for m in self.pattern.finditer(text, max(start, last), end):
+                if m.start() < last:
+                    continue
+                span = self._secret_span(m, tails)
                 if span is not None:
+                    last = span[1]
                     yield span
 
     def _windows(self, text: str) -> list[tuple[int, int]] | None:
@@ -107,16 +120,16 @@ class Row:
                 windows.append((start, end))
         return windows
 
-    def _secret_span(self, m: re.Match) -> tuple[int, int] | None:
+    def _secret_span(self, m: re.Match, tails: _TokenTails) -> tuple[int, int] | None:
         group = "secret" if "secret" in self.pattern.groupindex and m.group("secret") is not None else 0
         start, end = m.span(group)
         text = m.string
         if start > 0 and text[start].isalnum() and text[start - 1].isalnum():
             return None  # inside a longer word
         if group == 0 or end == m.end():
-            end = _token_end(text, end)  # the whole token, not its first N characters
+            end = tails.end(end)  # the whole token, not its first N characters
         value = text[start:end]
-        if self.entropy and shannon_entropy(value) <= self.entropy:
+        if self.entropy and shannon_entropy(value[:ENTROPY_PREFIX]) <= self.entropy:
             return None
         if kept_value(value) or (self.allow_pattern and self.allow_pattern.fullmatch(value)):
             return None
@@ -165,9 +178,18 @@ def _render(node: dict) -> str:
     return f"(?:{body})?" if ends else body
 
 
-def _token_end(text: str, pos: int) -> int:
-    tail = _TOKEN_TAIL.match(text, pos)
-    return tail.end() if tail else pos
+class _TokenTails:
+    """Where the run of token characters from a position ends, remembered: every position inside one run
+    shares its end, so many matches in one long run cost one scan, not one each."""
+
+    def __init__(self, text: str):
+        self.text, self.start, self.stop = text, -1, -1
+
+    def end(self, pos: int) -> int:
+        if not self.start <= pos <= self.stop:
+            tail = _TOKEN_TAIL.match(self.text, pos)
+            self.start, self.stop = pos, tail.end() if tail else pos
+        return self.stop
 
 
 def _token_row(raw: dict) -> Row:

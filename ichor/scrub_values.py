@@ -16,7 +16,8 @@ import re
 from collections import Counter
 
 # Marks of a value written to be replaced (looked for in its lower case): documentation keys (AWS's ...EXAMPLE),
-# runs of X or *, ellipses, "your ... here", and the counting sequences people type instead of a key.
+# runs of X or *, ellipses and "your ... here". Counting sequences (abcdefghij…, 1234567890…) are not marks: test
+# and demo keys are written that way and are still shaped like real ones, so they go.
 _PLACEHOLDER_MARKS = (
     "xxxx",
     "***",
@@ -35,8 +36,6 @@ _PLACEHOLDER_MARKS = (
     "replace_me",
     "replace-me",
     "redacted",
-    "1234567890",
-    "abcdefghij",
 )
 _MARK = re.compile("|".join(re.escape(m) for m in _PLACEHOLDER_MARKS))
 _ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
@@ -115,8 +114,10 @@ def is_placeholder(value: str) -> bool:
 
 def is_template(value: str) -> bool:
     """A reference to a value held elsewhere (a variable, a template, code), not a value."""
-    low = value.lower()
-    return _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or low.startswith(_CODE_STARTS)
+    start = value[:32].lower()  # the code prefixes are short; lower-casing a long value would cost its length
+    return (
+        _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or start.startswith(_CODE_STARTS)
+    )
 
 
 def kept_value(value: str) -> bool:

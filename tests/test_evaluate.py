@@ -112,3 +112,48 @@ def test_nested_cv_on_the_shared_data_is_out_of_source():
     assert figures["standalone"]["all"]["f1"] > 0.6
     assert figures["candidate"]["all"]["recall"]["value"] >= figures["standalone"]["all"]["recall"]["value"]
     assert len(result["folds"]) == 3
+
+
+def _synthetic_rows(repos: int = 4, per_repo: int = 20) -> list[dict]:
+    rows = []
+    for r in range(repos):
+        for i in range(per_repo):
+            positive = i % 2 == 0
+            rows.append(
+                {
+                    "source": f"owner/repo{r}@abc:log.md",
+                    "prev_user": f"add feature {i}",
+                    "prev_assistant": "```py\nx = 1\n```",
+                    "user": "it still fails, same error" if positive else f"now add docs for part {i}",
+                    "assistant": "Sorry, fixing it." if positive else "Sure.",
+                    "is_correction": positive,
+                }
+            )
+    return rows
+
+
+def test_refit_simulation_reports_before_and_after_per_k():
+    pytest.importorskip("sklearn", reason="the simulation fits models: needs the fit extra")
+    from ichor import detect_simulate
+
+    result = detect_simulate.simulate(_synthetic_rows(repos=8), ks=(10, 30), outer_folds=2, min_rest=5)
+    assert result[10]["repositories"] == 8 and result[10]["windows"] == 80
+    assert result[30]["repositories"] == 0
+    assert result[10]["after"]["recall"]["n"] == result[10]["before"]["recall"]["n"] == 40
+    assert "no repository has 30 + 5 windows" in detect_simulate.markdown(result)
+
+
+def test_embedding_features_have_the_documented_shapes():
+    np = pytest.importorskip("numpy", reason="the embedding experiment needs numpy")
+    from ichor.detect_embed import FIELDS, dense_features
+
+    rng = np.random.default_rng(0)
+    emb = {}
+    for key, _ in FIELDS:
+        v = rng.normal(size=(3, 8))
+        emb[key] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    assert dense_features(emb, "sqrt").shape == (3, 12)
+    assert dense_features(emb, "cosines").shape == (3, 4)
+    unit = dense_features(emb, "unit")
+    assert np.allclose(unit[:, 8], (emb["user"] * emb["prev_user"]).sum(1))
+    assert np.allclose(dense_features(emb, "sqrt")[:, :8], unit[:, :8] * np.sqrt(8))

@@ -41,7 +41,7 @@ def test_confirmed_candidate_gives_a_card_with_the_models_label(tmp_path):
 
 
 def test_the_model_sees_the_scrubbed_window_only(tmp_path):
-    key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    key = "sk-proj-3Fq9ZkL2mN8vR1tY6wX4cB7dH0jS5gP2aE9uK3nT"
     chat = {
         **CHAT,
         "turns": [CHAT["turns"][0], {"user": f"no, use my key {key} and sort by size", "reply": "ls -lhS"}],

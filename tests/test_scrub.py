@@ -433,6 +433,11 @@ HOSTILE = {
     "home": "/home/" * (N // 6),
     "windows": "C:\\Users\\" * (N // 9),
     "mixed": "sk-proj- ghp_ a@b. 1.2.3. +1 (555) ::1 /home/ KEY= Bearer eyJ. " * (N // 60),
+    # catalogue rows: many matches in one run of token characters, and attempts from inside a long run
+    "glpat": "glpat-" * (N // 6),
+    "pscale": "pscale_tkn_" * (N // 11),
+    "ey-run": "ey" * (N // 2),
+    "named-rows": "adafruit = " * (N // 11),
 }
 
 

@@ -7,12 +7,14 @@ import json
 import os
 import sys
 
-from .common import CliError, print_json, read_json_lines, text_field
+from .common import CliError, open_store, print_json, read_json_lines, text_field
 
 DETECT_FIELDS = ("prev_user", "prev_assistant", "user", "assistant")
 
 
 def _detect(args) -> int:
+    if args.action == "refit":
+        return _refit(args)
     from ..confirm import Window, stage1, two_stage
 
     complete = model_endpoint(args)
@@ -26,6 +28,28 @@ def _detect(args) -> int:
             print_json({"id": obj.get("id"), **_answer(decision), "stage": decision.stage})
         sys.stdout.flush()
     return 0
+
+
+def _refit(args) -> int:
+    from ..detect_refit import refit
+
+    with open_store(args) as store:
+        report = refit(store)
+    print(json.dumps(report, indent=2) if args.json else format_refit(report))
+    return 0
+
+
+def format_refit(report: dict) -> str:
+    if not report["decisions"]:
+        return "no decisions yet: keep, share or discard some cards first (the shipped detector stays)"
+    lines = [f"refit from {report['decisions']} decisions ({report['positives']} kept or shared): {report['written']}"]
+    for name, m in report["models"].items():
+        if m["of"]:
+            lines.append(
+                f"  {name}: agreed with {m['agree_before']}/{m['of']} before, {m['agree_after']}/{m['of']} after"
+            )
+    lines.append("the shipped detector stays the fallback")
+    return "\n".join(lines)
 
 
 def _answer(result) -> dict:
@@ -125,8 +149,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "writes one line each: {id, is_correction, kind, label}. Alone, the local detector decides at its "
         "standalone point. With --llm, its candidates are confirmed by the model there (one call each) and "
         "each line adds stage: 2 when the model decided, 1 when the local detector did (no candidate, or the "
-        "call timed out, failed or answered garbage: one line on stderr).",
+        "call timed out, failed or answered garbage: one line on stderr). 'ichor detect refit' refits the "
+        "local detector from the shipped model and this profile's keep/share/discard decisions.",
     )
+    p.add_argument("action", nargs="?", choices=["refit"], help="refit the local detector from your decisions")
+    p.add_argument("--json", action="store_true", help="with refit: the report as JSON")
     _add_model_options(p)
     p.set_defaults(func=_detect)
 

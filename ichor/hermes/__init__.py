@@ -24,7 +24,7 @@ import logging
 import threading
 from pathlib import Path
 
-from .. import card, commands, settings
+from .. import card, commands, detect_refit, paths, settings
 from ..capture import Tracker, Turn
 from ..store import NewPair, Store
 from .cards import CardBoard, OpenCard
@@ -113,7 +113,8 @@ class IchorPlugin:
             assistant_response,
             list(conversation_history or []),
         )
-        captured = self.tracker.observe(turn, threshold="candidate" if llm is not None else "standalone")
+        refitted = paths.plugin_dir(hermes_home()) / detect_refit.PROFILE_MODEL
+        captured = self.tracker.observe(turn, "candidate" if llm is not None else "standalone", refitted)
         if captured is None:
             return None
         with open_store() as store:
@@ -122,9 +123,10 @@ class IchorPlugin:
             confirming = llm is not None and settings.get(store, "confirm") is True
             model = settings.get(store, "confirm_model")
         if captured.detected and confirming:
-            confirm_in_background(llm, model, captured.pair, lambda d: self.post_llm_call_confirmed(captured.pair, d))
+            decided = functools.partial(self.post_llm_call_confirmed, captured.pair)
+            confirm_in_background(llm, model, captured.pair, decided, refitted)
             return None
-        if captured.detected and llm is not None and not standalone(captured.pair):
+        if captured.detected and llm is not None and not standalone(captured.pair, refitted):
             return None  # a candidate only, and nothing will confirm it
         self.keep(captured.pair)
         return None

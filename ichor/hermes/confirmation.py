@@ -52,20 +52,20 @@ def window_of(pair: NewPair) -> confirm.Window:
     return confirm.Window(prev_user, pair.rejected, pair.user_said, pair.accepted)
 
 
-def standalone(pair: NewPair) -> bool:
+def standalone(pair: NewPair, model_path=None) -> bool:
     """Stage 1's decision at its standalone point, for a candidate that no model will confirm."""
-    return confirm.stage1(window_of(pair), "standalone").is_correction
+    return confirm.stage1(window_of(pair), "standalone", model_path).is_correction
 
 
 def confirm_in_background(
-    llm, model: str | None, pair: NewPair, decided: Callable[[confirm.Decision], None]
+    llm, model: str | None, pair: NewPair, decided: Callable[[confirm.Decision], None], model_path=None
 ) -> threading.Thread:
     """Confirm ``pair`` on a worker thread and hand the decision to ``decided`` there."""
     window = window_of(pair)
 
     def work() -> None:
         try:
-            standalone = functools.partial(confirm.stage1, window, "standalone")
+            standalone = functools.partial(confirm.stage1, window, "standalone", model_path)
             decided(confirm.confirm(window, host_complete(llm, model), confirm.TIMEOUT, standalone))
         except Exception as exc:
             log.warning("ichor: confirmation failed, no card for this turn: %s: %s", type(exc).__name__, exc)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -36,9 +38,19 @@ SCRUBBED_ENV = (
 
 # In every prompt of ichor's stage-2 confirmation (``ichor.confirm``), never in a turn's messages.
 CONFIRMATION = "NEW MESSAGE (user) - classify this one"
-# What the stub answers a confirmation unless a scenario says otherwise: the host's model agrees with
-# the detector (no label of its own, so the detector's stays).
-CONFIRMS = json.dumps({"is_correction": True, "kind": "correction", "label": None})
+_SECTION = re.compile(r"^=== (.+?) ===\n(.*?)(?=\n\n=== )", re.S | re.M)
+
+
+def agreeing_host(body: dict) -> str:
+    """What the stub answers a confirmation unless a scenario says otherwise: a host model that decides as
+    stage 1 does at its standalone point, so a scenario not about stage 2 captures what it did before it.
+    No label of its own, so the detector's stays."""
+    from ichor import confirm
+
+    sections = dict(_SECTION.findall(body["messages"][-1]["content"]))
+    texts = ["" if (t := sections.get(title, "")) == "(empty)" else t for _, title in confirm.SECTIONS]
+    found = confirm.stage1(confirm.Window(*texts), "standalone")
+    return json.dumps({"is_correction": found.is_correction, "kind": found.kind, "label": None})
 
 
 class StubLLM:
@@ -49,7 +61,7 @@ class StubLLM:
         self.replies: list[str] = []
         # A fixed answer for requests whose messages contain the key. A confirmation running in the
         # background has its own, so it never takes a reply scripted for a turn.
-        self.reply_when: dict[str, str] = {CONFIRMATION: CONFIRMS}
+        self.reply_when: dict[str, str | Callable[[dict], str]] = {CONFIRMATION: agreeing_host}
         self.delay_when: dict[str, float] = {}  # seconds to wait before answering such requests
         self.fail_when: list[str] = []  # answer such requests with HTTP 500
         self.requests: list[dict] = []
@@ -71,7 +83,7 @@ class StubLLM:
             text = json.dumps(body.get("messages", []))
             for needle, reply in reversed(self.reply_when.items()):  # keys added later win
                 if needle in text:
-                    return reply
+                    return reply(body) if callable(reply) else reply
             return self.replies.pop(0) if self.replies else self.default
 
     def trouble(self, body: dict) -> tuple[float, bool]:
