@@ -239,6 +239,13 @@ def measure(params: dict, args: argparse.Namespace, reward, trainer) -> tuple[di
 # ----------------------------------------------------------------------------------------------- main
 
 
+def checks_coverage(dataset) -> int:
+    """How many training rows yield at least one correction check (the checks term is 0 on the others)."""
+    from ichor.reward import Item, item_checks
+
+    return sum(1 for row in dataset if item_checks(Item.from_row(row)))
+
+
 def rl(args: argparse.Namespace) -> dict | None:
     from ichor.atropos_export import write_atropos_env
     from ichor.reward import spec_from_params
@@ -253,6 +260,9 @@ def rl(args: argparse.Namespace) -> dict | None:
     trainer.accelerator.wait_for_everyone()
     if not trainer.is_world_process_zero():
         return None
+    covered = checks_coverage(trainer.train_dataset)
+    if not covered:
+        print("rl: warning: no train pair yields a correction check (is user_said exported?); the checks term was 0")
     held_out, samples = measure(params, args, reward, trainer)
     out = Path(args.samples_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,6 +274,7 @@ def rl(args: argparse.Namespace) -> dict | None:
             "start_from": start_from,
             "steps": steps,
             "train_rows": len(trainer.train_dataset),
+            "train_rows_with_checks": covered,
             "wall_s": round(train_s, 2),
             "steps_per_s": round(steps / train_s, 4) if train_s else None,
             "generation": "vllm" if trainer.args.use_vllm else "transformers",

@@ -48,14 +48,17 @@ def wilson(successes: int, n: int) -> list[float] | None:
     return [round(ci.low, 4), round(ci.high, 4)]
 
 
-def mean_interval(values: Sequence[float]) -> dict:
+def mean_interval(values: Sequence[float], bounds: tuple[float, float] | None = None) -> dict:
+    """The mean with a normal 95% interval, clipped to ``bounds`` when the values have them."""
     n = len(values)
     if n == 0:
         return {"n": 0, "mean": None, "ci95": None}
     mean = sum(values) / n
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    half = 1.96 * sd / math.sqrt(n)
-    return {"n": n, "mean": round(mean, 4), "ci95": [round(mean - half, 4), round(mean + half, 4)]}
+    low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
+    if bounds:
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return {"n": n, "mean": round(mean, 4), "ci95": [round(low, 4), round(high, 4)]}
 
 
 def kendall(xs: Sequence[float], ys: Sequence[float]) -> dict:
@@ -145,7 +148,7 @@ def policy_figures(scored: Sequence[Sequence[Scored]]) -> dict:
     full = sum(1 for s in with_checks if s == 1.0)
     return {
         "reward": mean_interval([s.reward for s in firsts]),
-        "correction_satisfaction": mean_interval(with_checks),
+        "correction_satisfaction": mean_interval(with_checks, (0.0, 1.0)),
         "fully_satisfied": {
             "n": len(with_checks),
             "rate": _rate(full, len(with_checks)),
@@ -234,8 +237,10 @@ def report(scored: dict[str, list[list[Scored]]], judged: bool) -> dict:
         figures["hacking"] = hacking(figures["best_of"])
     names = list(scored)
     pairs = [(a, b) for i, a in enumerate(names) for b in names[:i]]  # later policies vs earlier ones
+    first = next(iter(scored.values()), [])
     return {
-        "prompts": len(next(iter(scored.values()), [])),
+        "prompts": len(first),
+        "prompts_with_checks": sum(1 for group in first if group and group[0].satisfaction is not None),
         "samples_per_prompt": min((len(g) for groups in scored.values() for g in groups), default=0),
         "policies": policies,
         "win_rate_by_checks": {f"{a}_vs_{b}": win_rate(scored[a], scored[b]) for a, b in pairs},

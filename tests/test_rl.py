@@ -5,11 +5,11 @@ import json
 
 import pytest
 import yaml
-from atropos_stub import PAIRS, write_pairs
-from tiny_model import build_tiny_model
 
 from ichor.reward import load_spec
+from ichor.testing.tiny_model import build_tiny_model
 from pipelines import rl_measure
+from tests.atropos_stub import PAIRS, write_pairs
 
 WEIGHTS = {"checks": 2.0, "difference": 1.0, "repetition": 0.25, "soup": 0.5}  # not the defaults
 
