@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from ichor import settings
 from ichor.store import STATUSES, Store
 from ichor.testing.hermes_harness import SCRUBBED_ENV, StubLLM, run_scenario, write_home
 
@@ -48,10 +47,6 @@ def test_a_resumed_cli_session_pairs_the_correction(tmp_path):
     stub = StubLLM()
     try:
         home = write_home(tmp_path / "home", stub.base_url)
-        with Store.open(home) as store:
-            # A one-shot process exits before a background confirmation by the host's model returns;
-            # this test is about the history across processes, so the detector decides alone.
-            settings.put(store, "confirm", "off")
         stub.replies.append("ls -S")
         first = hermes_chat(home, "-q", ASK)
         assert first.returncode == 0, first.stderr[-2000:]

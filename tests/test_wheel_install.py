@@ -117,8 +117,6 @@ def test_the_wheel_installed_the_readme_way_captures_and_answers_slash_commands(
         assert where.startswith(str(tmp_path / "venv")), where
         run(bin_dir, home, "hermes", "plugins", "enable", "ichor", "--no-allow-tool-override")
         assert yaml.safe_load((home / "config.yaml").read_text())["plugins"]["enabled"] == ["ichor"]
-        # A one-shot `hermes chat -q` exits before a background confirmation by the host's model returns.
-        run(bin_dir, home, "ichor", "set", "confirm", "off", "--home", str(home))
 
         stub.replies.append("ls -S")
         first = run(bin_dir, home, "hermes", "chat", "-Q", "-q", ASK)

@@ -71,6 +71,8 @@ def confirm_in_background(
             log.warning("ichor: confirmation failed, no card for this turn: %s: %s", type(exc).__name__, exc)
 
     context = contextvars.copy_context()
-    thread = threading.Thread(target=context.run, args=(work,), name="ichor-confirm", daemon=True)
+    # Not a daemon: a one-shot `hermes chat -q` would otherwise exit before the answer and lose the pair.
+    # The interpreter waits for it at exit, at most confirm.TIMEOUT.
+    thread = threading.Thread(target=context.run, args=(work,), name="ichor-confirm", daemon=False)
     thread.start()
     return thread
