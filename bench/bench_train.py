@@ -183,7 +183,7 @@ def export_rows(work: Path) -> Path:
         return ready
     from ichor.export import ExportConfig, load_records, write_export
 
-    write_export(load_records(REPO / "data" / "sample"), work / "export", ExportConfig(0.25, 0, True))
+    write_export(load_records(REPO / "data" / "sample"), work / "export", ExportConfig())
     return work / "export" / "dpo_train.jsonl"
 
 
