@@ -70,14 +70,19 @@ def unset_defaults(cls) -> list[str]:
     ]
 
 
-def path_args(argv: list[str] | None, description: str, paths: dict[str, str]) -> argparse.Namespace:
-    """Parse a stage's path flags (``--name PATH``, all required; dvc.yaml passes them) and ``--params``."""
+def path_args(
+    argv: list[str] | None, description: str, paths: dict[str, str], optional: dict[str, str] | None = None
+) -> argparse.Namespace:
+    """Parse a stage's path flags (``--name PATH``; dvc.yaml passes them: ``paths`` are required, ``optional``
+    ones default to "") and ``--params``."""
     parser = argparse.ArgumentParser(
         description=description, epilog="Knobs come from params.yaml; override one with `dvc exp run -S KEY=VALUE`."
     )
     parser.add_argument("--params", default=PARAMS_FILE, help="the params file (default: %(default)s)")
     for name, help_text in paths.items():
         parser.add_argument(f"--{name.replace('_', '-')}", dest=name, required=True, metavar="PATH", help=help_text)
+    for name, help_text in (optional or {}).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default="", metavar="PATH", help=help_text)
     return parser.parse_args(argv)
 
 
