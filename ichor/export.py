@@ -150,10 +150,16 @@ def dpo_prompt(record: dict, form: str) -> list[dict]:
 
 
 def group_keys(record: dict) -> list[str]:
-    """Keys that must share a split: the session (when the record names one), the conversation's
-    opening user message (a session proxy) and the question itself, whatever its context."""
-    users = [m["content"] for m in record["prompt"] if m["role"] == "user"]
-    keys = [f"q:{_normal(users[-1])}", f"open:{_normal(users[0])}"]
+    """Keys that must share a split: the question itself, whatever its context (for an undo, also the new
+    question the accepted answer answers); the conversation's opening
+    exchange (first user message and first answer: a session proxy, since records carry no session id);
+    and the session, when a record names one."""
+    dialogue = [m for m in record["prompt"] if m["role"] != "system"]
+    keys = [f"q:{_normal(dialogue[-1]['content'])}"]
+    if record.get("kind") == "undo" and record.get("user_said"):
+        keys.append(f"q:{_normal(record['user_said'])}")  # the question the accepted answer answers
+    if len(dialogue) > 2:
+        keys.append(f"open:{_normal(dialogue[0]['content'])}\x00{_normal(dialogue[1]['content'])}")
     if record.get("session"):
         keys.append(f"s:{record['session']}")
     return keys

@@ -377,7 +377,7 @@ def evaluate(paths, params: dict) -> dict:
     quiet_libraries()
     settings = config_from(params, "eval", EvalParams)
     judge = config_from(params, "judge", JudgeParams)
-    beta = float(params["dpo"].get("beta", 0.1))
+    beta = float(params["dpo"]["beta"])
     if not (Path(paths.base) / "config.json").is_file():
         raise PipelineError(f"{paths.base}: no base model (run the base_model stage first)")
     adapters = adapters_of(paths)
