@@ -10,7 +10,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export WANDB_MODE := disabled
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ $(VENV)/.ichor-bench-installed: pyproject.toml | $(STAMP)
 
 bench: install $(VENV)/.ichor-bench-installed
 	$(BIN)/python -m bench.run
+
+# On a CUDA machine: the train stage with each accelerate config that fits one GPU; bf16 tokens/s and peak memory.
+gpu-check: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m bench.gpu_check
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -155,8 +155,11 @@ def build_trainer(paths, params: dict, callbacks=()):
         tokenizer.pad_token = tokenizer.eos_token
     cap = int(params["dpo"]["max_length"])
     train_rows, fit = fit_rows(tokenizer, load_rows(f"{paths.data}/dpo_train.jsonl"), cap)
-    validation_rows, validation_fit = fit_rows(tokenizer, load_rows(f"{paths.data}/dpo_validation.jsonl"), cap)
-    if not train_rows or not validation_rows:
+    args = config_from(params, "dpo", DPOConfig, **precision, output_dir=f"{paths.out}.checkpoints", report_to="none")
+    validates = args.eval_strategy != "no"
+    validation_file = f"{paths.data}/dpo_validation.jsonl"
+    validation_rows, validation_fit = fit_rows(tokenizer, load_rows(validation_file) if validates else [], cap)
+    if not train_rows or (validates and not validation_rows):
         raise PipelineError(
             f"{paths.data}: {len(train_rows)} train / {len(validation_rows)} validation pairs after fitting to "
             f"{cap} tokens; both splits need pairs (add pairs, or adjust export.validation_fraction)"
@@ -164,19 +167,27 @@ def build_trainer(paths, params: dict, callbacks=()):
     longest = max(fit["longest_tokens"], validation_fit["longest_tokens"])
     dtype = torch.bfloat16 if precision["bf16"] else torch.float16 if precision["fp16"] else torch.float32
     model = AutoModelForCausalLM.from_pretrained(paths.base, dtype=dtype)
-    args = config_from(params, "dpo", DPOConfig, **precision, output_dir=f"{paths.out}.checkpoints", report_to="none")
     args.max_length = longest
     trainer = DPOTrainer(
         model=model,
         args=args,
         train_dataset=Dataset.from_list(train_rows),
-        eval_dataset=Dataset.from_list(validation_rows),
+        eval_dataset=Dataset.from_list(validation_rows) if validates else None,
         processing_class=tokenizer,
         peft_config=config_from(params, "lora", LoraConfig),
-        callbacks=[*callbacks, config_from(params, "early_stopping", EarlyStoppingCallback)],
+        callbacks=[*callbacks, *([config_from(params, "early_stopping", EarlyStoppingCallback)] if validates else [])],
     )
     trainer.remove_callback(PrinterCallback)  # its raw dict per step is what StepPrinter's one line replaces
     return trainer, {"device": device, "max_length": longest, "train_fit": fit, "validation_fit": validation_fit}
+
+
+def peak_memory_gib(device: str) -> float | None:
+    """Peak allocated accelerator memory of this process (None on the CPU, where torch does not track it)."""
+    import torch
+
+    if device != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated() / 2**30, 2)
 
 
 def dvclive_callback(plots_dir: str):
@@ -205,16 +216,18 @@ def train(paths, params: dict) -> dict | None:
             f"train: {split[:-4]}: {f['rows_in']} pairs, {f['truncated']} history-truncated, "
             f"{f['dropped_too_long']} dropped (too long even without history); max_length {fitted['max_length']}"
         )
-    before = trainer.evaluate()
+    validates = trainer.eval_dataset is not None
+    before = trainer.evaluate() if validates else {}
     start = time.perf_counter()
     trainer.train()
     train_s = time.perf_counter() - start
-    after = trainer.evaluate()  # the best checkpoint, reloaded at the end
+    after = trainer.evaluate() if validates else {}  # the best checkpoint, reloaded at the end
     trainer.save_model(paths.out)
     trainer.accelerator.wait_for_everyone()
     if not trainer.is_world_process_zero():
         return None
     shutil.rmtree(f"{paths.out}.checkpoints", ignore_errors=True)
+    peak = peak_memory_gib(fitted["device"])
     change = chosen_logp_change(before, after)
     tokens = max((float(e.get("num_tokens", 0)) for e in printer.history), default=0.0)
     metrics = {
@@ -223,7 +236,7 @@ def train(paths, params: dict) -> dict | None:
         "max_steps": trainer.state.max_steps,
         "stopped_early": trainer.state.global_step < trainer.state.max_steps,
         "best_validation_loss": None if trainer.state.best_metric is None else round(trainer.state.best_metric, 6),
-        "validation_loss_before": round(float(before["eval_loss"]), 6),
+        "validation_loss_before": round(float(before["eval_loss"]), 6) if before else None,
         "validation_reward_accuracy": round(float(after.get("eval_rewards/accuracies", 0.0)), 4),
         "validation_chosen_logp_change": None if change is None else round(change, 4),
         "max_length": fitted["max_length"],
@@ -234,6 +247,7 @@ def train(paths, params: dict) -> dict | None:
         "wall_s": round(time.perf_counter() - stage_start, 2),
         "processes": trainer.accelerator.num_processes,
         "device": fitted["device"],
+        "peak_memory_gib": peak,
         "precision": "bf16" if trainer.args.bf16 else "fp16" if trainer.args.fp16 else "fp32",
     }
     write_json(paths.metrics, metrics)

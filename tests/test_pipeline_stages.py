@@ -260,21 +260,18 @@ def small_export(tmp_path: Path) -> Path:
         record(f"p{i}", f"install package number {i} please", f"npm install pkg{i}", f"pnpm add pkg{i}")
         for i in range(11)
     ]
-    recs.append(
-        record(
-            "long",
-            "and now the last one",
-            "npm install",
-            "pnpm install",
-            prompt=[*history, {"role": "user", "content": "and now the last one"}],
-        )
-    )
+    long = record("long", "and now the last one", "npm install", "pnpm install")
+    long["prompt"] = [*history, *long["prompt"]]
+    recs.append(long)
     pairs = write_pairs(tmp_path / "pairs", recs)
     assert audit.main(audit_args(tmp_path, pairs)) == 0
     return run_export(
         tmp_path,
         tmp_path / "audited.jsonl",
-        params_with(tmp_path, **{"export.eval_fraction": 0.3, "export.validation_fraction": 0.3}),
+        params_with(
+            tmp_path,
+            **{"export.eval_fraction": 0.3, "export.validation_fraction": 0.3, "export.near_duplicate_jaccard": 1.01},
+        ),
     )
 
 
@@ -292,8 +289,7 @@ def test_train_then_evaluate_on_a_tiny_model(tmp_path, tiny_model, capsys):
     metrics = json.loads((tmp_path / "train.json").read_text())
     assert metrics["precision"] == "fp32" and metrics["device"] == "cpu" and metrics["train_tokens_per_s"] > 0
     assert metrics["max_length"] <= 200
-    fits = metrics["fit"]
-    assert sum(f["truncated"] for f in fits.values()) == 1 and sum(f["dropped_too_long"] for f in fits.values()) == 0
+    fits = list(metrics["fit"].values())
     steps = [line for line in out.splitlines() if line.startswith("step ")]
     assert len(steps) == metrics["steps"] and all("loss" in s and "margin" in s for s in steps)
     assert "{'loss'" not in out  # the trainer's raw dict goes to the log file, not to stdout
@@ -307,6 +303,8 @@ def test_train_then_evaluate_on_a_tiny_model(tmp_path, tiny_model, capsys):
     eval_args += ["--mistakes-plot", str(tmp_path / "m.json"), "--generations", str(tmp_path / "gen.jsonl")]
     assert evaluate.main(eval_args) == 0
     result = json.loads((tmp_path / "eval.json").read_text())
+    fits.append(result["fit"])
+    assert sum(f["truncated"] for f in fits) == 1 and sum(f["dropped_too_long"] for f in fits) == 0
     n = result["n_test_pairs"]
     assert n == len(read_jsonl(export_dir / "dpo_eval.jsonl")) - result["fit"]["dropped_too_long"]
     dpo = result["dpo"]
