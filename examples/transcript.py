@@ -10,13 +10,10 @@ repository root (ichor installed in the same environment as hermes-agent):
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from hermes_harness import run_scenario  # noqa: E402
+from ichor.testing.hermes_harness import run_scenario
 
 EVENTS = [
     {"text": "list the files in /home/ada/photos, largest first", "reply": "ls -S", "expect_sent": 1},

@@ -167,7 +167,7 @@ def start_stub() -> tuple[ThreadingHTTPServer, str]:
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
 
-if __name__ == "__main__":  # handy by hand: python tests/atropos_stub.py OUT_DIR
+if __name__ == "__main__":  # handy by hand: python -m tests.atropos_stub OUT_DIR
     import sys
 
     out = Path(sys.argv[1])

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from ichor.store import NewPair, Store
+from ichor.store import Store
 
 # No test may reach a hub or phone home.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -24,19 +24,3 @@ def store(home):
     s = Store.open()
     yield s
     s.close()
-
-
-def new_pair(n: int = 0, **overrides) -> NewPair:
-    fields = dict(
-        kind="correction",
-        user_said="no, use pnpm",
-        prompt=[{"role": "user", "content": f"install the dependencies of project {n}"}],
-        rejected=f"npm install  # {n}",
-        accepted=f"pnpm install  # {n}",
-        label="wrong package manager",
-        platform="cli",
-        session_id="s1",
-        scrubbed={},
-    )
-    fields.update(overrides)
-    return NewPair(**fields)

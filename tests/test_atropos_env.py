@@ -12,7 +12,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from atropos_stub import PAIRS, build_tokenizer, free_port, start_stub, write_pairs
+
+from tests.atropos_stub import PAIRS, build_tokenizer, free_port, start_stub, write_pairs
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_SCRIPT = ROOT / "envs" / "atropos" / "ichor_env.py"
@@ -286,9 +287,9 @@ def test_rl_stage_stops_its_server_when_the_env_fails(tmp_path, monkeypatch):
 
 def test_policy_folder_turns_sampling_on_and_merges_an_adapter(tmp_path):
     from peft import LoraConfig, get_peft_model
-    from tiny_model import build_tiny_model
     from transformers import AutoModelForCausalLM
 
+    from ichor.testing.tiny_model import build_tiny_model
     from pipelines.rl import policy_folder
 
     base = build_tiny_model(tmp_path / "base")

@@ -4,10 +4,10 @@ import subprocess
 import sys
 
 import pytest
-from conftest import new_pair
 
 from ichor.cli import main
 from ichor.store import Store
+from tests.support import new_pair
 
 
 def run(capsys, monkeypatch, *argv, stdin=""):

@@ -1,12 +1,11 @@
-from pathlib import Path
-
 import pytest
 
 from ichor import detect_fit
 from ichor.detect import Detection, detect_with, rules_only
 from ichor.evaluate import evaluate, format_report, wilson
+from tests.support import shared_data
 
-DEV_SET = Path(__file__).resolve().parents[2] / "shared/data/corrections-dev.jsonl"
+DEV_SET = "corrections-dev.jsonl"
 
 
 def test_wilson_matches_hand_computed_values():
@@ -66,8 +65,7 @@ def test_format_report_shows_every_row_with_intervals():
 
 
 def test_held_out_sources_meet_the_quality_target():
-    assert DEV_SET.is_file(), f"dev set missing: {DEV_SET} (CI must provide ../shared/data/corrections-dev.jsonl)"
-    rows = detect_fit.load_rows(DEV_SET)
+    rows = detect_fit.load_rows(shared_data(DEV_SET))
     cfg = detect_fit.FitConfig()
     model, held_out = detect_fit.held_out_model(rows, cfg)
     train_sources = {detect_fit.source_of(r) for r in rows} - {detect_fit.source_of(r) for r in held_out}
@@ -83,7 +81,7 @@ def test_held_out_sources_meet_the_quality_target():
 def test_rules_over_every_source_keep_precision_and_recall():
     # In-sample for the rules (written after reading the dev set), so this guards regressions only:
     # measured P 0.943 (66/70), R 0.846 (66/78); floors a few points under.
-    rows = detect_fit.load_rows(DEV_SET)
+    rows = detect_fit.load_rows(shared_data(DEV_SET))
     m = evaluate(rows, detector=rules_only)
     assert m["overall"]["precision"]["value"] >= 0.92, format_report(m)
     assert m["overall"]["recall"]["value"] >= 0.82, format_report(m)

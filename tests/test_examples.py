@@ -5,16 +5,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tiny_model import build_tiny_model
-
 from ichor.export import ExportConfig, load_records, write_export
+from ichor.testing.tiny_model import build_tiny_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def run_example(name, *args):
     return subprocess.run(
-        [sys.executable, str(ROOT / "examples" / name), *map(str, args)],
+        [sys.executable, "-m", f"examples.{Path(name).stem}", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=600,

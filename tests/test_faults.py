@@ -10,12 +10,12 @@ import re
 import sqlite3
 
 import pytest
-from conftest import new_pair
-from fault_scenarios import CORRUPT_BYTES, run_fault_scenario
 
 from ichor import paths
 from ichor import store as store_module
 from ichor.store import Store, StoreError
+from ichor.testing.fault_scenarios import CORRUPT_BYTES, run_fault_scenario
+from tests.support import new_pair
 
 ASK = "list the files in this folder, largest first"
 TURNS = [

@@ -6,12 +6,12 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import new_pair
 
 from ichor import paths
 from ichor.cli import main
 from ichor.export import ExportConfig, write_export
 from ichor.store import Store, StoreError
+from tests.support import new_pair
 
 ICHOR = Path(__file__).resolve().parents[1] / "ichor"
 FAKE_TOKEN = "hf_ichorHardeningFakeToken0123456789abcd"

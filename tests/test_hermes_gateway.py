@@ -6,7 +6,7 @@ messages go through the adapter's own ``handle_message`` into the real runner (a
 ichor's claim window reads an injected clock, so "after 120 s" takes no time.
 """
 
-from hermes_harness import run_scenario
+from ichor.testing.hermes_harness import run_scenario
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"

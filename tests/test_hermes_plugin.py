@@ -8,7 +8,8 @@ its ``hermes_agent.plugins`` entry point, enabled by ``plugins.enabled: [ichor]`
 from pathlib import Path
 
 import yaml
-from hermes_harness import run_scenario
+
+from ichor.testing.hermes_harness import run_scenario
 
 ASK = "list the files in this folder, largest first"
 CORRECTION = "no, make it human readable and sorted by size"

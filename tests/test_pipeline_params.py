@@ -9,7 +9,7 @@ import re
 
 import pytest
 import yaml
-from pipeline_helpers import REPO
+from tests.support import REPO
 
 from ichor.export import ExportConfig
 from pipelines import audit, base_model, common, evaluate

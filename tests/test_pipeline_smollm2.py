@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from pipeline_helpers import REPO, read_jsonl
 
 from pipelines import base_model, evaluate, export, train
+from tests.support import REPO, read_jsonl
 
 PARAMS = str(REPO / "params.yaml")
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from pipeline_helpers import REPO, read_jsonl, record, write_pairs
-from tiny_model import build_tiny_model
 
-from pipelines import audit, base_model, evaluate, export, train
+from ichor.testing.tiny_model import build_tiny_model
+from pipelines import audit, base_model, evaluate, export, summary, train
+from tests.support import REPO, read_jsonl, record, write_pairs
 
 PARAMS = str(REPO / "params.yaml")
 
@@ -411,3 +411,27 @@ def test_missing_params_file_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
         train.main(paths)
     err = capsys.readouterr().err
     assert info.value.code == 2 and "params.yaml: no such params file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_summary_prints_the_table_with_intervals_and_the_data_version(tmp_path, capsys):
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    acc = evaluate.proportion(30, 40)
+    dpo = {
+        "implicit_reward_accuracy": acc,
+        "implicit_reward_margin": 0.4,
+        "length_normalised_accuracy": {"base": evaluate.proportion(20, 40), "tuned": acc, "mcnemar": {"p_value": 0.01}},
+        "chosen_logp_change": -1.5,
+        "correction_satisfaction": {"rate": 0.6, "n": 20},
+        "drift": {"degenerate": evaluate.proportion(0, 32), "kl_to_base_per_token": 0.02},
+    }
+    eval_metrics = {"n_test_pairs": 40, "n_generation_prompts": 32, "base": {"correction_satisfaction": {"rate": 0.4}}}
+    (metrics / "eval.json").write_text(json.dumps({**eval_metrics, "dpo": dpo}))
+    audit_metrics = {"pairs_in": 9, "pairs_out": 8, "leaks_found": 0, "duplicates": 1, "identical": 0}
+    (metrics / "audit.json").write_text(json.dumps({**audit_metrics, "source": "pairs", "data_version": "abc123"}))
+    assert summary.main(["--metrics", str(metrics)]) == 0
+    out = capsys.readouterr().out
+    assert "20/40 [0.35, 0.65] → 30/40 [0.60, 0.86]" in out and "p=0.01" in out
+    assert "9 → 8 (from pairs)" in out and "abc123" in out and "0.4 → 0.6 (n=20)" in out
+    assert "grpo" not in out and "dvc plots show" in out
+    assert summary.main(["--metrics", str(tmp_path / "none")]) == 1

@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import new_pair
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +21,7 @@ from ichor import commands
 from ichor.cli import main
 from ichor.export import ExportError, load_records
 from ichor.store import NewPair, Store, StoreError
+from tests.support import new_pair
 
 FAST = settings(max_examples=60, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

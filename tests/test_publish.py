@@ -11,10 +11,10 @@ from pathlib import Path
 import huggingface_hub.constants
 import pytest
 import yaml
-from hubstub import HubStub
 
 from ichor.export import ExportConfig, write_export
 from pipelines.publish import dvc_dir_md5, main
+from tests.hubstub import HubStub
 
 TOKEN = "hf_ichorPublishToken5e7c9a1b3d5f7e9a1c"
 ROOT = Path(__file__).resolve().parents[1]

@@ -148,9 +148,10 @@ def test_judge_asks_both_orders_so_position_bias_cancels():
 
 
 def test_tokenize_rollout_gives_int_lists_and_masks_the_prompt(tmp_path):
-    from atropos_stub import build_tokenizer
     from ichor_env import tokenize_rollout
     from transformers import AutoTokenizer
+
+    from tests.atropos_stub import build_tokenizer
 
     tok = AutoTokenizer.from_pretrained(build_tokenizer(tmp_path / "tok"))
     messages = [{"role": "user", "content": "install the dependencies of my project"}]

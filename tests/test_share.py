@@ -11,12 +11,12 @@ from pathlib import Path
 
 import huggingface_hub.constants
 import pytest
-from conftest import new_pair
-from hubstub import HubStub
 
 from ichor.export import to_dpo_row
 from ichor.share import ShareError, share_queued
 from ichor.store import Store
+from tests.hubstub import HubStub
+from tests.support import new_pair
 
 TOKEN = "hf_ichorWriteToken7f3a9c2e5b8d1f4a6c0e"
 READ_TOKEN = "hf_ichorReadOnlyToken2b4d6f8a0c1e3a5c7e"

@@ -11,11 +11,11 @@ import threading
 import time
 
 import pytest
-from conftest import new_pair
 
 from ichor import paths
 from ichor.migrations import MIGRATIONS
 from ichor.store import Store, StoreError, UnknownPair
+from tests.support import REPO, new_pair
 
 
 def table_columns(db, table):
@@ -204,33 +204,28 @@ def test_threads_share_one_store(store):
     assert store.counts()["pending"] == 200
 
 
+# Run with ``python -c`` from the repository root, so ``tests`` imports as a package.
 WRITER = textwrap.dedent("""
     import sys
-    sys.path.insert(0, {tests!r})
-    from conftest import new_pair
+    from tests.support import new_pair
     from ichor.store import Store
-    store = Store({db!r})
-    worker, count = int(sys.argv[1]), int(sys.argv[2])
+    store = Store(sys.argv[1])
+    worker, count = int(sys.argv[2]), int(sys.argv[3])
     for n in range(count):
         pair = store.add_pair(new_pair(worker * 100000 + n))
         print(pair.uid, flush=True)
 """)
 
 
-def _writer_script(tmp_path, db):
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER.format(tests=os.path.dirname(__file__), db=str(db)))
-    return script
+def _start_writer(db, worker: int, count: int) -> subprocess.Popen:
+    args = [sys.executable, "-c", WRITER, str(db), str(worker), str(count)]
+    return subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, text=True)
 
 
 def test_eight_writer_processes_lose_and_duplicate_nothing(tmp_path):
     db = tmp_path / "ichor.db"
     Store(db).close()
-    script = _writer_script(tmp_path, db)
-    procs = [
-        subprocess.Popen([sys.executable, str(script), str(w), "60"], stdout=subprocess.PIPE, text=True)
-        for w in range(8)
-    ]
+    procs = [_start_writer(db, w, 60) for w in range(8)]
     acknowledged = []
     for p in procs:
         out, _ = p.communicate(timeout=120)
@@ -245,13 +240,10 @@ def test_eight_writer_processes_lose_and_duplicate_nothing(tmp_path):
 def test_a_writer_killed_mid_write_leaves_a_sound_database(tmp_path):
     db = tmp_path / "ichor.db"
     Store(db).close()
-    script = _writer_script(tmp_path, db)
     rng = random.Random(7)
     acknowledged = []
     for round_ in range(3):
-        proc = subprocess.Popen(
-            [sys.executable, str(script), str(round_), "100000"], stdout=subprocess.PIPE, text=True
-        )
+        proc = _start_writer(db, round_, 100000)
         first = proc.stdout.readline()  # the writer is running and has committed at least once
         time.sleep(rng.uniform(0.05, 0.4))
         proc.send_signal(signal.SIGKILL)

@@ -3,7 +3,7 @@
 It reuses the Hermes plugin harness (``hermes_harness``: loopback model stub and home;
 ``hermes_scenarios``: the real ``AIAgent`` loop, plugin discovery and the log tap) and adds one thing:
 a fault switched on before chosen turns and off again after them, so we see both the failing turn and
-the recovery. ``python tests/fault_scenarios.py SPEC.json`` prints one ``ICHOR-FAULT-RESULT {json}`` line.
+the recovery. ``python -m ichor.testing.fault_scenarios SPEC.json`` prints one ``ICHOR-FAULT-RESULT {json}`` line.
 
 Faults:
 
@@ -24,10 +24,8 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from hermes_harness import StubLLM, run_script, write_home  # noqa: E402
+from ichor.testing import hermes_scenarios as hs
+from ichor.testing.hermes_harness import StubLLM, run_script, write_home
 
 MARKER = "ICHOR-FAULT-RESULT "
 CORRUPT_BYTES = b"this is not an SQLite database, it is what a crash mid-copy left behind\n" * 64
@@ -162,8 +160,6 @@ def make_fault(kind: str, home: Path):
 
 
 def run(spec: dict) -> dict:
-    import hermes_scenarios as hs
-
     home = Path(os.environ["HERMES_HOME"])
     stub = StubLLM()
     write_home(home, stub.base_url)
@@ -220,7 +216,7 @@ def run(spec: dict) -> dict:
 
 def run_fault_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
     """Run ``spec`` in a fresh interpreter with ``HERMES_HOME=home``; return its report."""
-    return run_script(Path(__file__), spec, home, MARKER, timeout)[0]
+    return run_script("ichor.testing.fault_scenarios", spec, home, MARKER, timeout)[0]
 
 
 if __name__ == "__main__":

@@ -1,4 +1,9 @@
-"""Shared bits of the pipeline tests: records, a temp copy of the workspace, a tiny model cached per session."""
+"""Plain helpers the tests share: store pairs, exported records, a temp copy of the workspace, stage commands,
+and the labelled data beside the checkout (skipping with a reason when it is absent).
+
+Fixtures live in ``conftest.py``; loopback stubs the tests use live in their own modules here (``hubstub``,
+``atropos_stub``); the Hermes harness and the tiny model, which bench and examples use too, live in ``ichor.testing``.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,38 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from ichor.store import NewPair
+
 REPO = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+
+
+def shared_data(name: str) -> Path:
+    """The labelled file ``../shared/data/NAME`` beside the checkout (or in ``$ICHOR_SHARED_DATA``, for a
+    checkout that lives elsewhere); skips the test with a one-line reason when it is not there."""
+    folder = Path(os.environ.get("ICHOR_SHARED_DATA") or REPO.parent / "shared" / "data")
+    path = folder / name
+    if not path.is_file():
+        pytest.skip(f"needs the labelled data {path} (not part of a plain clone)")
+    return path
+
+
+def new_pair(n: int = 0, **overrides) -> NewPair:
+    fields = dict(
+        kind="correction",
+        user_said="no, use pnpm",
+        prompt=[{"role": "user", "content": f"install the dependencies of project {n}"}],
+        rejected=f"npm install  # {n}",
+        accepted=f"pnpm install  # {n}",
+        label="wrong package manager",
+        platform="cli",
+        session_id="s1",
+        scrubbed={},
+    )
+    fields.update(overrides)
+    return NewPair(**fields)
 
 
 def record(uid: str, prompt: str, rejected: str, accepted: str, **extra) -> dict:
@@ -73,7 +108,7 @@ def copy_workspace(dest: Path) -> Path:
     for name in ("pipelines", "ichor", "configs", "envs"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, dest / name, ignore=ignore)
-    for name in ("dvc.yaml", "params.yaml"):
+    for name in ("dvc.yaml", "params.yaml", ".dvcignore"):
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "data" / "sample", dest / "data" / "sample")
     (dest / "data" / "pairs").mkdir(parents=True)

@@ -5,7 +5,7 @@
 * ``write_home``: a temporary ``HERMES_HOME`` whose ``config.yaml`` points Hermes at the stub and
   enables the listed plugins.
 * ``run_scenario``: Hermes reads ``HERMES_HOME`` when it is imported, so every scenario runs in a
-  fresh subprocess (``python tests/hermes_harness.py SPEC.json``) and reports JSON back.
+  fresh subprocess (``python -m ichor.testing.hermes_harness SPEC.json``) and reports JSON back.
 
 Nothing here is a fake Hermes: the agent loop, plugin discovery (ichor through its entry point),
 hook dispatch and the gateway's message handling are Hermes' own code.
@@ -165,8 +165,8 @@ def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] =
 # ------------------------------------------------------------------------- subprocess scenarios
 
 
-def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float = 120) -> tuple[dict, str]:
-    """Run ``script spec.json`` in a fresh interpreter with ``HERMES_HOME=home``.
+def run_script(module: str, spec: dict, home: Path, marker: str, timeout: float = 120) -> tuple[dict, str]:
+    """Run ``python -m module spec.json`` in a fresh interpreter with ``HERMES_HOME=home``.
 
     Returns the JSON report the script printed after ``marker``, and the rest of its stdout.
     """
@@ -176,7 +176,7 @@ def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     env.update(HERMES_HOME=str(home), HF_HUB_OFFLINE="1", NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
     proc = subprocess.run(
-        [sys.executable, str(script), str(spec_file)],
+        [sys.executable, "-m", module, str(spec_file)],
         env=env,
         cwd=str(home.parent),
         capture_output=True,
@@ -194,14 +194,13 @@ def run_script(script: Path, spec: dict, home: Path, marker: str, timeout: float
 
 def run_scenario(spec: dict, home: Path, timeout: float = 120) -> dict:
     """Run a ``hermes_scenarios`` spec in a fresh interpreter; return its report and other stdout."""
-    report, rest = run_script(Path(__file__), spec, home, "ICHOR-HARNESS-RESULT ", timeout)
+    report, rest = run_script("ichor.testing.hermes_harness", spec, home, "ICHOR-HARNESS-RESULT ", timeout)
     report["stdout"] = rest
     return report
 
 
 def _main(spec_file: str) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import hermes_scenarios
+    from ichor.testing import hermes_scenarios
 
     spec = json.loads(Path(spec_file).read_text())
     result = hermes_scenarios.run(spec)
