@@ -420,7 +420,11 @@ def test_summary_prints_the_table_with_intervals_and_the_data_version(tmp_path, 
     dpo = {
         "implicit_reward_accuracy": acc,
         "implicit_reward_margin": 0.4,
-        "length_normalised_accuracy": {"base": evaluate.proportion(20, 40), "tuned": acc, "mcnemar": {"p_value": 0.01}},
+        "length_normalised_accuracy": {
+            "base": evaluate.proportion(20, 40),
+            "tuned": acc,
+            "mcnemar": {"p_value": 0.01},
+        },
         "chosen_logp_change": -1.5,
         "correction_satisfaction": {"rate": 0.6, "n": 20},
         "drift": {"degenerate": evaluate.proportion(0, 32), "kl_to_base_per_token": 0.02},
