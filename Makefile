@@ -39,6 +39,7 @@ lint: install
 demo: install
 	@test -d .git || (git init -q && git add -A && git -c user.name=ichor -c user.email=ichor@localhost commit -qm "ichor workspace")
 	@test -d .dvc || $(BIN)/dvc init -q
+	@mkdir -p data/pairs
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 	$(BIN)/python -m pipelines.summary
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ichor.testing.tiny_model import build_tiny_model
-from tests.support import copy_workspace, record, set_params, sh, write_pairs
+from tests.support import REPO, copy_workspace, record, set_params, sh, write_pairs
 
 UPSTREAM = ["audit", "export", "base_model", "train", "evaluate"]
 
@@ -94,3 +97,19 @@ def test_dvc_exp_run_sets_a_param_and_reruns_training(workspace):
     assert "beta: 0.2" in (ws / "params.yaml").read_text()
     shown = json.loads(dvc(ws, "exp", "show", "--json").stdout)
     assert "0.2" in json.dumps(shown)
+
+
+def test_dvc_add_versions_the_pairs_and_audit_records_that_version(tmp_path):
+    ws = copy_workspace(tmp_path / "ws")
+    (ws / "data" / "pairs" / ".gitkeep").unlink()
+    shutil.copy2(REPO / ".gitignore", ws / ".gitignore")
+    sh(["git", "init", "-q"], ws)
+    dvc(ws, "init", "-q")
+    sh(["git", "add", "-A"], ws)
+    sh(["git", "commit", "-qm", "workspace"], ws)
+    write_pairs(ws / "data" / "pairs", [record("f00d", "Install the deps.", "npm install", "pnpm install")])
+    dvc(ws, "add", "data/pairs")
+    version = yaml.safe_load((ws / "data" / "pairs.dvc").read_text())["outs"][0]["md5"]
+    args = ["--pairs", "data/pairs", "--samples", "data/sample", "--out", "a.jsonl", "--metrics", "audit.json"]
+    sh([sys.executable, "-m", "pipelines.audit", *args], ws)
+    assert json.loads((ws / "audit.json").read_text())["data_version"] == version
