@@ -109,7 +109,7 @@ def read_jsonl(path: str | os.PathLike) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def run(main_body: Callable[[], int | None]) -> int:
+def run(main_body: Callable[[], object]) -> int:
     """Run a stage body, turning expected failures into one line on stderr and an exit status."""
     from ichor.export import ExportError
 

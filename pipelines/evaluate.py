@@ -335,7 +335,8 @@ def load_models(paths, adapters: dict[str, Path]):
     tokenizer = AutoTokenizer.from_pretrained(paths.base)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(paths.base, dtype=dtype).to(device)
+    model = AutoModelForCausalLM.from_pretrained(paths.base, dtype=dtype)
+    model.to(device)  # type: ignore[arg-type]  # transformers' wrapper hides Module.to's signature
     first, *rest = adapters.items()
     peft = PeftModel.from_pretrained(model, str(first[1]), adapter_name=first[0])
     for name, folder in rest:

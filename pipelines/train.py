@@ -116,8 +116,9 @@ def step_printer(log_path: str):
             loss = logs.get(f"{prefix}loss")
             if loss is None:
                 return
+            where = f"{state.global_step}/{state.max_steps}" if state.max_steps else "before training"
             print(
-                f"{'validation' if prefix else 'step'} {state.global_step}/{state.max_steps}: loss {loss:.4f}, "
+                f"{'validation' if prefix else 'step'} {where}: loss {loss:.4f}, "
                 f"margin {logs.get(f'{prefix}rewards/margins', float('nan')):.3f}, "
                 f"log p(chosen) {logs.get(f'{prefix}logps/chosen', float('nan')):.2f}",
                 flush=True,
@@ -213,7 +214,7 @@ def train(paths, params: dict) -> dict | None:
     for split in ("train_fit", "validation_fit"):
         f = fitted[split]
         print(
-            f"train: {split[:-4]}: {f['rows_in']} pairs, {f['truncated']} history-truncated, "
+            f"train: {split[:-4]} split: {f['rows_in']} pairs, {f['truncated']} history-truncated, "
             f"{f['dropped_too_long']} dropped (too long even without history); max_length {fitted['max_length']}"
         )
     validates = trainer.eval_dataset is not None
