@@ -439,3 +439,43 @@ def test_summary_prints_the_table_with_intervals_and_the_data_version(tmp_path, 
     assert "9 → 8 (from pairs)" in out and "abc123" in out and "0.4 → 0.6 (n=20)" in out
     assert "grpo" not in out and "dvc plots show" in out
     assert summary.main(["--metrics", str(tmp_path / "none")]) == 1
+
+
+def test_a_long_session_through_the_real_capture_code_trains_without_silent_drops(tmp_path, tiny_model):
+    """12 exchanges, then a correction naming the package manager: the captured pair is exported in turns
+    form with user_said, and fitting it to a short max_length cuts old history, never the correction."""
+    from transformers import AutoTokenizer
+
+    from ichor.capture import Tracker, Turn
+    from ichor.export import ExportConfig, write_export
+
+    msgs = [{"role": "system", "content": "you are helpful"}]
+    for i in range(12):
+        msgs += [
+            {"role": "user", "content": f"step {i}: explain what the build script does in section {i} " * 3},
+            {"role": "assistant", "content": f"Section {i} compiles the assets and copies them to dist/ " * 3},
+        ]
+    ask, wrong, said, right = (
+        "install the deps",
+        "Run `npm install`.",
+        "no, this repo uses pnpm",
+        "Run `pnpm install`.",
+    )
+    first = [*msgs, {"role": "user", "content": ask}, {"role": "assistant", "content": wrong}]
+    second = [*first, {"role": "user", "content": said}, {"role": "assistant", "content": right}]
+    tracker = Tracker()
+    assert tracker.observe(Turn("s1", "cli", ask, wrong, first)) is None
+    captured = tracker.observe(Turn("s1", "cli", said, right, second))
+    assert captured is not None and captured.pair.kind == "correction"
+    p = captured.pair
+    rec = {"uid": "sess", "kind": p.kind, "label": p.label, "user_said": p.user_said, "prompt": p.prompt}
+    rec.update(rejected=p.rejected, accepted=p.accepted)
+    write_export([rec], tmp_path / "out", ExportConfig(eval_fraction=0.0, validation_fraction=0.0))
+    row = read_jsonl(tmp_path / "out" / "dpo_train.jsonl")[0]
+    assert row["metadata"]["form"] == "turns" and row["metadata"]["user_said"] == said
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    full = train.token_length(tok, row["prompt"], row["chosen"])
+    fitted, stats = train.fit_rows(tok, [row], full // 3)
+    assert stats["truncated"] == 1 and stats["dropped_too_long"] == 0 and stats["rows_out"] == 1
+    assert [m["content"] for m in fitted[0]["prompt"][-3:]] == [ask, wrong, said]
+    assert fitted[0]["prompt"][0]["role"] == "user"  # whole exchanges are cut, oldest first
