@@ -17,7 +17,7 @@ SECTIONS = [
         "Capture cost per Hermes turn",
         ("plugin", "detect"),
         "Time ichor's capture path adds to one turn (tracker + detector + scrubber + store), p50 and p99, for "
-        "typical turns and for 50,000-character hostile text. Target (issue 2): p50 < 2 ms and p99 < 10 ms on "
+        "typical turns and for 50,000-character hostile text. Target: p50 < 2 ms and p99 < 10 ms on "
         "typical turns, < 50 ms on hostile text.",
     ),
     (
@@ -47,8 +47,7 @@ SECTIONS = [
     (
         "Training: stage overhead against bare TRL",
         ("train",),
-        "The `train` stage against a bare TRL `DPOTrainer` run on the same rows and settings. Target (issue 4): "
-        "overhead ≤ 5 %.",
+        "The `train` stage against a bare TRL `DPOTrainer` run on the same rows and settings. Target: overhead ≤ 5 %.",
     ),
 ]
 # Which part of a benchmark's results a section shows, when a benchmark feeds several sections.
@@ -245,7 +244,8 @@ def scrub_table(r: dict) -> str:
         + table(["tool", "MB/s", "seconds", "ichor's speed / tool's", "near-misses left alone"], speed)
         + "\n\nRecall per kind (share of planted items removed):\n\n"
         + table(["kind", *names], recall)
-        + f"\n\nKinds where ichor's recall is below a peer's: {fmt(r.get('kinds_where_ichor_recall_is_below_a_peer'))}."
+        + "\n\nKinds where ichor's recall is below a peer's: "
+        + f"{fmt(r.get('kinds_where_ichor_recall_is_below_a_peer'))}."
     )
 
 

@@ -80,13 +80,28 @@ def load_status() -> dict[str, dict]:
         return {}
 
 
+def previous_merge() -> dict:
+    try:
+        return json.loads(MERGED.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
 def manual_sections(text: str) -> list[str]:
     return [m.group(0) for m in MANUAL.finditer(text)]
 
 
-def write_report(runs: dict[str, dict]) -> None:
+def write_report(runs: dict[str, dict], ran_any: bool) -> None:
+    """Merge the results and render the report. When nothing ran, the date and machine stay those of the
+    last run, so rewriting the report from the same figures gives the same report."""
     results = load_results()
-    merged = {"generated": today(), "machine": machine(), "runs": runs, "results": results}
+    previous = {} if ran_any else previous_merge()
+    merged = {
+        "generated": previous.get("generated") or today(),
+        "machine": previous.get("machine") or machine(),
+        "runs": runs,
+        "results": results,
+    }
     MERGED.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     kept = manual_sections(DOC.read_text(encoding="utf-8")) if DOC.exists() else []
     DOC.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: no benchmark named {', '.join(unknown)} (have: {', '.join(names)})", file=sys.stderr)
         return 2
     chosen = [] if args.report_only else [n for n in (args.only or names) if n not in args.skip]
-    runs = {name: run for name, run in load_status().items() if name in names}
+    # The run log is not committed; a fresh checkout takes it from the last merged report.
+    logged = {**previous_merge().get("runs", {}), **load_status()}
+    runs = {name: run for name, run in logged.items() if name in names}
     for i, name in enumerate(chosen, 1):
         print(f"[{i}/{len(chosen)}] bench_{name} …", flush=True)
         status = run_one(name, args.timeout)
@@ -116,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{i}/{len(chosen)}] bench_{name} {verdict} in {status['seconds']} s", flush=True)
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         STATUS.write_text(json.dumps(runs, indent=2) + "\n", encoding="utf-8")
-    write_report(runs)
+    write_report(runs, ran_any=bool(chosen))
     failed = [n for n in chosen if not runs[n]["ok"]]
     print(
         f"bench: wrote {MERGED.relative_to(REPO)} and {DOC.relative_to(REPO)}"

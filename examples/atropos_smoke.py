@@ -1,6 +1,6 @@
 """Score an accepted, a rejected and an unrelated answer with IchorEnv's reward: no inference server.
 
-    python examples/atropos_smoke.py
+    python -m examples.atropos_smoke
 
 The anchors are one captured correction; the preference head is fitted on the bundled sample pairs
 when they are there (else it stays neutral). Prints each answer's combined reward and its terms.
@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "envs" / "atropos"))
 
 PROMPT = [{"role": "user", "content": "Install the project's dependencies."}]
 ACCEPTED = "This repo uses pnpm (there is a pnpm-lock.yaml): run `pnpm install`."
@@ -31,7 +30,7 @@ def sample_pairs() -> list[dict]:
 
 
 def main() -> int:
-    from reward import DEFAULT_WEIGHTS, Anchor, CombinedReward, Rollout, load_weights
+    from envs.atropos.reward import DEFAULT_WEIGHTS, Anchor, CombinedReward, Rollout, load_weights
 
     params = ROOT / "params.yaml"
     reward = CombinedReward(load_weights(params) if params.is_file() else DEFAULT_WEIGHTS)

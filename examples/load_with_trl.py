@@ -1,6 +1,6 @@
 """Load ichor's DPO export with `datasets` and check it is what TRL's DPOTrainer expects.
 
-    python examples/load_with_trl.py [data/export/dpo.jsonl]
+    python -m examples.load_with_trl [data/export/dpo.jsonl]
 
 Every row must be conversational (lists of {role, content} messages) with an explicit prompt;
 ``maybe_extract_prompt`` must leave it unchanged (the prompt is already split out of chosen/rejected).

@@ -4,7 +4,7 @@ Everything but the model and the chat network is real: hermes-agent 0.19.0's ``G
 and agent loop, ichor discovered through its entry point, the SQLite store. Run it from the
 repository root (ichor installed in the same environment as hermes-agent):
 
-    python examples/transcript.py
+    python -m examples.transcript
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 import os
 
 import pytest
+from hypothesis import settings
 
 from ichor.store import Store
 
@@ -8,6 +9,11 @@ from ichor.store import Store
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
 os.environ.setdefault("WANDB_MODE", "disabled")
+
+# Hypothesis' default per-example deadline is a timing assertion that fails on a loaded machine; speed is
+# measured in bench/.
+settings.register_profile("ichor", deadline=None)
+settings.load_profile("ichor")
 
 
 @pytest.fixture

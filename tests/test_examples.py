@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ichor.export import ExportConfig, load_records, write_export
 from ichor.testing.tiny_model import build_tiny_model
 
@@ -31,6 +33,7 @@ def test_load_with_trl_accepts_the_export(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_train_one_step_runs_dpo_and_prints_the_losses(tmp_path):
     model = build_tiny_model(tmp_path / "tiny")
     done = run_example(

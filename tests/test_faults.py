@@ -1,4 +1,4 @@
-"""Fault injection across the plugin's hooks, in a real Hermes Agent loop (see ``fault_scenarios.py``).
+"""Fault injection across the plugin's hooks, in a real Hermes Agent loop (see ``ichor.testing.fault_scenarios``).
 
 For each fault: the turn it hits completes with the model's answer, unchanged; ichor logs exactly one
 line about it, with no traceback; and once the fault is gone the next correction is captured. A corrupt
@@ -14,7 +14,7 @@ import pytest
 from ichor import paths
 from ichor import store as store_module
 from ichor.store import Store, StoreError
-from ichor.testing.fault_scenarios import CORRUPT_BYTES, run_fault_scenario
+from ichor.testing.fault_scenarios import CORRUPT_BYTES, SEEDED_SESSION, run_fault_scenario
 from tests.support import new_pair
 
 ASK = "list the files in this folder, largest first"
@@ -37,12 +37,9 @@ def assert_one_clear_line(lines, *words):
     assert not [ln for ln in lines if "raised" in ln and "hook" in ln.lower()]  # nothing reached Hermes' own handler
 
 
-def pairs_of(report, session_id=None):
-    return [
-        (p["status"], p["rejected"], p["accepted"])
-        for p in report["pairs"]
-        if session_id is None or p["session_id"] != "before"
-    ]
+def captured_pairs(report):
+    """(status, rejected, accepted) of the pairs the scenario's turns captured, leaving out the seeded ones."""
+    return [(p["status"], p["rejected"], p["accepted"]) for p in report["pairs"] if p["session_id"] != SEEDED_SESSION]
 
 
 def test_read_only_home_costs_the_pair_not_the_turn(tmp_path):
@@ -52,8 +49,8 @@ def test_read_only_home_costs_the_pair_not_the_turn(tmp_path):
     assert re.search(r"read-?only", ichor_warnings(report["logs"][1])[0], re.I)
     assert ichor_warnings(report["logs"][2]) == []
     # recovered: the next correction is stored, the pairs kept before the fault are untouched, nothing moved aside
-    assert pairs_of(report, "new") == [("pending", "ls -lhS", "ls -lahS")]
-    assert [p["status"] for p in report["pairs"] if p["session_id"] == "before"] == ["kept", "kept"]
+    assert captured_pairs(report) == [("pending", "ls -lhS", "ls -lahS")]
+    assert [p["status"] for p in report["pairs"] if p["session_id"] == SEEDED_SESSION] == ["kept", "kept"]
     assert not [f for f in report["files"] if ".corrupt-" in f]
 
 
@@ -61,7 +58,7 @@ def test_read_only_home_before_ichor_ever_wrote(tmp_path):
     report = run_fault_scenario({"fault": "readonly", "turns": TURNS, "fault_on": [1]}, tmp_path / "home")
     assert report["responses"] == REPLIES
     assert_one_clear_line(report["logs"][1], "Read-only file system")
-    assert pairs_of(report) == [("pending", "ls -lhS", "ls -lahS")]
+    assert captured_pairs(report) == [("pending", "ls -lhS", "ls -lahS")]
 
 
 def test_full_disk_costs_the_pair_not_the_turn(tmp_path):
@@ -69,7 +66,7 @@ def test_full_disk_costs_the_pair_not_the_turn(tmp_path):
     assert report["responses"] == REPLIES
     assert_one_clear_line(report["logs"][1], "post_llm_call", "No space left on device")
     assert ichor_warnings(report["logs"][2]) == []
-    assert pairs_of(report, "new") == [("pending", "ls -lhS", "ls -lahS")]
+    assert captured_pairs(report) == [("pending", "ls -lhS", "ls -lahS")]
     assert len(report["pairs"]) == 2
 
 
@@ -83,7 +80,7 @@ def test_corrupt_database_is_moved_aside_and_capture_carries_on(tmp_path):
     assert name.startswith("ichor.db.corrupt-") and identical
     assert "ichor.db" in report["files"]
     assert [p["rejected"] for p in report["pairs"]] == ["ls -S", "ls -lhS"]
-    assert all(p["session_id"] != "before" for p in report["pairs"])
+    assert all(p["session_id"] != SEEDED_SESSION for p in report["pairs"])
 
 
 # ------------------------------------------------------- store-level faults the loop can't reach

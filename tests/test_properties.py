@@ -23,7 +23,7 @@ from ichor.export import ExportError, load_records
 from ichor.store import NewPair, Store, StoreError
 from tests.support import new_pair
 
-FAST = settings(max_examples=60, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Every code point, lone surrogates and NUL included.
 any_char = st.characters(exclude_categories=())
@@ -324,7 +324,7 @@ def cli_home(tmp_path, monkeypatch, no_token):
     return tmp_path
 
 
-@settings(max_examples=80, deadline=3000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=st.lists(cli_words, max_size=5))
 @example(argv=["keep", "abc"]).via("explicit")
 @example(argv=["export", "--out", "dpo.jsonl"]).via("explicit")
@@ -360,7 +360,7 @@ def assert_clean_exit(code: int, err: str, what) -> None:
         assert len(err.strip().splitlines()) == 1 and err.startswith("ichor: "), (what, err)
 
 
-@settings(max_examples=60, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=stdin_bytes, command=st.sampled_from([["detect"], ["scrub", "--jsonl"], ["scrub"]]))
 @example(data=b"\xff\xfe not utf-8\n", command=["detect"]).via("explicit")
 @example(data=b'{"text": "\\ud800"}\n', command=["scrub", "--jsonl"]).via("explicit")
@@ -370,7 +370,7 @@ def test_detect_and_scrub_on_any_input_exit_0_or_2_with_one_line(cli_home, data,
     assert_clean_exit(code, err, (command, data[:80]))
 
 
-@settings(max_examples=40, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=stdin_bytes)
 @example(
     data=b'{"prev_user": "a", "prev_assistant": "b", "user": "no, c", "assistant": "d", '
@@ -419,14 +419,13 @@ def test_load_records_yields_records_or_raises_export_error(tmp_path, lines):
 
 
 # ------------------------------------------------------------------------------- the detector
-# (no detector property test exists elsewhere yet; tests/test_scrub_properties.py covers the scrubber)
 
 detector_text = st.one_of(
     any_text, st.text(st.sampled_from("no,wrong use pnpm npm ` ( [ { * + ? \\ \n\t"), max_size=300)
 )
 
 
-@settings(max_examples=120, deadline=1000)
+@settings(max_examples=120, deadline=None)
 @given(prev_user=detector_text, prev_assistant=detector_text, user=detector_text, assistant=detector_text)
 @example(prev_user="install deps", prev_assistant="npm install", user="no, use pnpm", assistant="pnpm install")
 @example(prev_user="\ud800", prev_assistant="\x00", user="\udfff" * 3, assistant="")
@@ -442,7 +441,7 @@ def test_detect_never_raises_and_answers_in_bounded_time(prev_user, prev_assista
     assert found.label is None or (isinstance(found.label, str) and 2 <= len(found.label.split()) <= 4)
 
 
-@settings(max_examples=30, deadline=1000)
+@settings(max_examples=30, deadline=None)
 @given(values=st.lists(json_value | st.binary(max_size=20) | st.just(object()), min_size=4, max_size=4))
 def test_detect_takes_any_object_without_raising(values):
     from ichor.detect import KINDS, detect

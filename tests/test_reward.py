@@ -2,15 +2,11 @@
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "envs" / "atropos"))
-
-from reward import (  # noqa: E402
+from envs.atropos.reward import (
     Anchor,
     AnchorReward,
     CombinedReward,
@@ -26,6 +22,8 @@ from reward import (  # noqa: E402
     pairwise_accuracy,
     parse_verdict,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PNPM = Anchor(accepted="Use pnpm: run `pnpm install`.", rejected="Run `npm install`.")
 
@@ -148,9 +146,9 @@ def test_judge_asks_both_orders_so_position_bias_cancels():
 
 
 def test_tokenize_rollout_gives_int_lists_and_masks_the_prompt(tmp_path):
-    from ichor_env import tokenize_rollout
     from transformers import AutoTokenizer
 
+    from envs.atropos.ichor_env import tokenize_rollout
     from tests.atropos_stub import build_tokenizer
 
     tok = AutoTokenizer.from_pretrained(build_tokenizer(tmp_path / "tok"))

@@ -21,13 +21,13 @@ import json
 import os
 import sqlite3
 import sys
-import time
 from pathlib import Path
 
 from ichor.testing import hermes_scenarios as hs
 from ichor.testing.hermes_harness import StubLLM, run_script, write_home
 
 MARKER = "ICHOR-FAULT-RESULT "
+SEEDED_SESSION = "before"  # the session of the pairs kept before the fault
 CORRUPT_BYTES = b"this is not an SQLite database, it is what a crash mid-copy left behind\n" * 64
 
 
@@ -141,7 +141,7 @@ def seed_store(home: Path, n: int) -> None:
                     f"pnpm install {i}",
                     label="wrong package manager",
                     platform="cli",
-                    session_id="before",
+                    session_id=SEEDED_SESSION,
                 )
             )
             store.set_status(pair.id, "kept")
@@ -176,20 +176,18 @@ def run(spec: dict) -> dict:
         hs._discover()
         agent = hs._agent(stub, spec.get("platform", "cli"), True)
         messages: list[dict] = []
-        responses, logs, seconds = [], [], []
+        responses, logs = [], []
         for n, step in enumerate(spec["turns"]):
             stub.replies.append(step["reply"])
             faulty = n in spec["fault_on"]
             if faulty:
                 fault.on()
             seen = len(tap.lines)
-            started = time.perf_counter()
             try:
                 result = agent.run_conversation(step["user"], conversation_history=messages)
             finally:
                 if faulty:
                     fault.off()
-            seconds.append(time.perf_counter() - started)
             responses.append(result["final_response"])
             messages = result["messages"]
             logs.append(tap.lines[seen:])
@@ -201,7 +199,6 @@ def run(spec: dict) -> dict:
     return {
         "responses": responses,
         "logs": logs,
-        "seconds": seconds,
         "pairs": hs._pairs(),
         "files": sorted(p.name for p in folder.iterdir()) if folder.exists() else [],
         "moved_aside": {
