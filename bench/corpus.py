@@ -176,7 +176,15 @@ def ip(rng):
 
 def phone(rng):
     d = lambda n: _body(rng, string.digits, n)  # noqa: E731
-    style = rng.randrange(6)
+    style = rng.randrange(10)
+    if style == 6:
+        return f"07{rng.choice('123589')}{d(2)} {d(6)}"  # UK mobile
+    if style == 7:
+        return f"0{rng.choice('67')} {d(2)} {d(2)} {d(2)} {d(2)}"  # FR mobile
+    if style == 8:
+        return f"0{rng.choice('789')}0-{d(4)}-{d(4)}"  # JP mobile
+    if style == 9:
+        return f"030 {rng.randint(2, 9)}{d(7)}"  # DE Berlin
     if style == 0:
         return f"+1 {rng.randint(201, 989)} {d(3)} {d(4)}"
     if style == 1:
@@ -192,7 +200,77 @@ def phone(rng):
 
 def home_path(rng):
     user = rng.choice(_FIRST) + rng.choice(["", str(rng.randint(1, 99)), "." + rng.choice(_LAST)])
-    return rng.choice(["/home/", "/Users/", "C:\\Users\\"]) + user
+    return rng.choice(["/home/", "/Users/", "C:\\Users\\", "c:\\users\\", "/mnt/c/Users/", "/var/home/"]) + user
+
+
+def user_name(rng):
+    return rng.choice(_FIRST) + rng.choice(["", str(rng.randint(1, 99)), "_" + rng.choice(_LAST)])
+
+
+def basic_auth(rng):
+    return base64.b64encode(f"{rng.choice(_FIRST)}:{url_password(rng)}".encode()).decode()
+
+
+def cli_secret(rng):
+    return _mixed(rng, ALNUM + "!_", rng.randint(10, 20))
+
+
+def api_token(rng):
+    """A token of a provider format from the catalogue data (one whose row ichor types as api_token)."""
+    from ichor import scrub_catalogue
+
+    from .regex_sample import sample
+
+    rows = [
+        r
+        for r in scrub_catalogue.rows()
+        if r.kind == "api_token" and not r.named and r.source == "gitleaks" and "(?P<secret>" not in r.pattern_text
+    ]
+    while True:
+        row = rng.choice(rows)
+        text, _ = sample(row.pattern_text, rng)
+        # A token carries its row's keyword (facebook's is a word nearby, not part of the token: skip those);
+        # a random sample can come out all zeros, real tokens don't.
+        if any(k in text.lower() for k in row.keywords) and len(set(text)) > 8:
+            return text
+
+
+def _luhn_complete(rng, prefix: str, length: int) -> str:
+    from stdnum import luhn
+
+    body = prefix + _body(rng, string.digits, length - len(prefix) - 1)
+    return body + luhn.calc_check_digit(body)
+
+
+def card(rng):
+    prefix, length = rng.choice(
+        [("4", 16), ("51", 16), ("55", 16), ("2221", 16), ("34", 15), ("37", 15), ("6011", 16)]
+    )
+    digits = _luhn_complete(rng, prefix, length)
+    if length == 15:
+        return " ".join([digits[:4], digits[4:10], digits[10:]])
+    sep = rng.choice([" ", "-", ""])
+    return sep.join(digits[i : i + 4] for i in range(0, 16, 4))
+
+
+def iban(rng):
+    from stdnum.iso7064 import mod_97_10
+
+    country, bban = rng.choice(
+        [
+            ("DE", _body(rng, string.digits, 18)),
+            ("GB", "".join(rng.choice(string.ascii_uppercase) for _ in range(4)) + _body(rng, string.digits, 14)),
+            ("NL", "".join(rng.choice(string.ascii_uppercase) for _ in range(4)) + _body(rng, string.digits, 10)),
+        ]
+    )
+    check = mod_97_10.calc_check_digits(bban + country)
+    compact = country + check + bban
+    return " ".join(compact[i : i + 4] for i in range(0, len(compact), 4)) if rng.random() < 0.5 else compact
+
+
+def ssn(rng):
+    area = rng.choice([n for n in range(1, 900) if n != 666])
+    return f"{area:03d}-{rng.randint(1, 99):02d}-{rng.randint(1, 9999):04d}"
 
 
 FACTORIES: dict[str, Callable[[random.Random], str]] = {
@@ -215,6 +293,13 @@ FACTORIES: dict[str, Callable[[random.Random], str]] = {
     "ip": ip,
     "phone": phone,
     "home_path": home_path,
+    "user_name": user_name,
+    "basic_auth": basic_auth,
+    "cli_secret": cli_secret,
+    "api_token": api_token,
+    "card": card,
+    "iban": iban,
+    "ssn": ssn,
 }
 
 
@@ -269,6 +354,8 @@ CONTEXTS: dict[str, list[str]] = {
     ],
     "url_password": [
         "DATABASE_URL=postgres://app:{s}@db.internal:5432/app",
+        "REDIS_URL=redis://:{s}@cache.internal:6379/0",
+        "amqp://svc:p@ss{s}@mq.internal:5672/",
         "redis://default:{s}@cache.prod:6379/0",
         "mongo mongodb+srv://admin:{s}@cluster0.abcde.mongodb.net/test",
         "https://deploy:{s}@registry.acme.io/v2/",
@@ -280,11 +367,40 @@ CONTEXTS: dict[str, list[str]] = {
         '"client_secret": "{s}",',
         "JWT_SIGNING_KEY='{s}'",
         'smtp_password = "{s}"',
+        'client = Groq(api_key="{s}")',
+        "//registry.npmjs.org/:_authToken={s}",
+        "jdbc:postgresql://db:5432/app?user=app&password={s}",
+        '{{"ConnectionStrings": {{"Default": "Server=db;Database=app;User Id=sa;Password={s};"}}}}',
+        "./manage.py run --password={s}",
+        'curl -H "X-API-Key: {s}" https://api.acme.io/v1',
+        "  db-password: {s}",
+        "DB_PASSWORD=Summer.{s}",
+        "SESSION_TOKEN={s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}{s}",
+        "PASSWORD=#{s}",
+        "password: '*{s}'",
+        "'secret_key' => '{s}',",
     ],
     "private_key": ["here is the deploy key:\n{s}\n", "cat ~/.ssh/id_rsa\n{s}", "```\n{s}\n```"],
     "email": ["contact {s} for access", "Author: Jane Doe <{s}>", 'git config user.email "{s}"', "cc: {s}"],
     "ip": ["ssh deploy@{s}", "connection refused from {s}:443", "the VPS is at {s}", "curl http://{s}:8080/health"],
     "phone": ["call me at {s} if it breaks", "on-call: {s}", "Phone: {s}", "(ring {s} after 6pm)"],
+    "user_name": [
+        "{s}@devbox:~$ make test",
+        "[{s}@web-01 app]$ sudo systemctl restart api",
+        "{s}@laptop:/srv/app$ ls",
+    ],
+    "basic_auth": ["Authorization: Basic {s}", 'curl -H "Authorization: Basic {s}" https://ci.acme.io/api'],
+    "cli_secret": [
+        "curl -u admin:{s} https://ci.acme.io/api/json",
+        "mysql -h db.internal -u root -p{s} app",
+        "twine upload -u __token__ -p {s} dist/*",
+        "sshpass -p '{s}' ssh deploy@build",
+        "huggingface-cli upload --token {s} org/model .",
+    ],
+    "api_token": ["TOKEN: {s}", "export PROVIDER_KEY={s}", "the key {s} is rejected", "auth = '{s}'"],
+    "card": ["card {s} exp 12/29", "charge {s} failed", "pay with {s}"],
+    "iban": ["IBAN: {s}", "wire it to {s} please", "account {s}"],
+    "ssn": ["SSN: {s}", "her social is {s}", "ssn={s}"],
     "home_path": [
         'File "{s}/projects/app/main.py", line 12, in <module>',
         "cd {s}/code && make",
@@ -376,6 +492,39 @@ NEAR_MISS_FACTORIES: dict[str, Callable[[random.Random], str]] = {
             "netmask 255.255.255.0",
         ]
     ).format(rng.randint(1, 254)),
+    "placeholder": lambda rng: rng.choice(
+        [
+            "OPENAI_API_KEY=sk-...your key...",
+            "GITHUB_TOKEN=ghp_" + "X" * 36,
+            "DATABASE_URL=postgres://USER:PASSWORD@HOST:5432/DB",
+            "aws_access_key_id = AKIA" + "IOSFODNN7" + "EXAMPLE",
+            "contact user@example.com or admin@test.example.org",
+            "API_KEY=<your-api-key>",
+            "password: ${{ secrets.DB_PASSWORD }}",
+            "HF_TOKEN=hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            "token: '{{ vault_token }}'",
+            "export STRIPE_KEY=sk_test_...",
+        ]
+    ),
+    "test_card": lambda rng: (
+        rng.choice(["4242 4242 4242 4242", "4000 0566 5566 5556", "5555 5555 5555 4444", "3782 822463 10005"])
+        + rng.choice([" exp 12/34", " (Stripe test card)", ""])
+    ),
+    "long_number": lambda rng: rng.choice(["order 4{} shipped", "tracking 1Z{}", "invoice #{}"]).format(
+        _body(rng, string.digits, 15)
+    ),
+    "cli": lambda rng: rng.choice(
+        [
+            "docker run -p 8080:8080 api",
+            "ssh -p 2222 deploy@localhost",
+            "mkdir -p build/out",
+            "mysql -u root -p app",
+            "pytest -p no:cacheprovider",
+            "gpg --passphrase-file ~/.pw",
+            "curl -u $USER:$TOKEN https://ci/api",
+            "kubectl get secret db -o yaml",
+        ]
+    ),
     "code": lambda rng: rng.choice(
         [
             "x = a[1::2]",
@@ -419,7 +568,7 @@ def embed(kind: str, rng: random.Random) -> tuple[str, str]:
     template = rng.choice(CONTEXTS[kind])
     if kind == "slack_token" and secret.startswith("T"):
         template = "SLACK_WEBHOOK=https://hooks.slack.com/services/{s}"
-    if kind == "home_path" and secret.startswith("C:"):
+    if kind == "home_path" and secret[1:3] == ":\\":
         template = template.replace("/", "\\")
     return template.format(s=secret), secret
 

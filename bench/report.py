@@ -246,6 +246,41 @@ def scrub_table(r: dict) -> str:
         + table(["kind", *names], recall)
         + "\n\nKinds where ichor's recall is below a peer's: "
         + f"{fmt(r.get('kinds_where_ichor_recall_is_below_a_peer'))}."
+        + scrub_heldout_section(r)
+    )
+
+
+def _share_cell(share: dict | None) -> str:
+    if not share or share.get("share") is None:
+        return "—"
+    low, high = share["wilson95"]
+    return f"{share['share']:.3f} [{low:.3f}, {high:.3f}] (n={share['n']})"
+
+
+def scrub_heldout_section(r: dict) -> str:
+    """The held-out pastes, the per-message latency and the hostile timings, when the run has them."""
+    held = r.get("heldout")
+    if not held:
+        return ""
+    tools = held["tools"]
+    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
+    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
+    overall = r.get("overall_in_sample") or {}
+    latency = r.get("latency") or {}
+    hostile = r.get("hostile_50k") or {}
+    return (
+        "\n\nIn-sample overall (ichor): removed "
+        f"{_share_cell(overall.get('removed'))}, near-misses kept {_share_cell(overall.get('near_misses_kept'))}."
+        f"\n\nHeld-out corpus: {held['pastes']} multi-line pastes ({', '.join(held['shapes'])}), written before "
+        "ichor was measured on them and never used to tune it. Share [95% Wilson interval] (n items; items in one "
+        "paste are not independent, so the interval is optimistic):\n\n"
+        + table(["tool", "removed", "must-stay kept"], rows)
+        + "\n\nichor on the held-out pastes, removed per kind of item:\n\n"
+        + table(["kind", "removed"], kinds)
+        + f"\n\nPer message (1–12 corpus chunks, {fmt(latency.get('messages'))} messages): p50 "
+        f"{fmt(latency.get('p50_ms'))} ms, p99 {fmt(latency.get('p99_ms'))} ms. 50,000 characters of hostile text, "
+        f"best of {fmt(hostile.get('repeats'))} runs: worst case `{hostile.get('worst')}` at "
+        f"{fmt(hostile.get('worst_ms'))} ms."
     )
 
 

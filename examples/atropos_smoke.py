@@ -1,49 +1,46 @@
-"""Score an accepted, a rejected and an unrelated answer with IchorEnv's reward: no inference server.
+"""Score answers to one captured correction with the reward IchorEnv and the GRPO stage share: no server.
 
     python -m examples.atropos_smoke
 
-The anchors are one captured correction; the preference head is fitted on the bundled sample pairs
-when they are there (else it stays neutral). Prints each answer's combined reward and its terms.
+The weights are params.yaml's ``reward`` section when it is there, else ``ichor.reward.DEFAULT_WEIGHTS``.
+Prints each answer's reward and its terms: the accepted answer, the rejected one, an unrelated answer and
+a keyword list built from the accepted answer's words.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from ichor.reward import DEFAULT_WEIGHTS, Item, Rollout, load_spec, reward_from_spec
+
 ROOT = Path(__file__).resolve().parent.parent
-
-PROMPT = [{"role": "user", "content": "Install the project's dependencies."}]
-ACCEPTED = "This repo uses pnpm (there is a pnpm-lock.yaml): run `pnpm install`."
-REJECTED = "Run `npm install`."
-UNRELATED = "The Eiffel Tower is 330 metres tall."
-
-
-def sample_pairs() -> list[dict]:
-    rows = []
-    for path in sorted((ROOT / "data" / "sample").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rows.append(json.loads(line))
-    return rows
+ITEM = Item(
+    prompt=(("user", "Install the project's dependencies."),),
+    accepted="This repo uses pnpm (there is a pnpm-lock.yaml): run `pnpm install`.",
+    rejected="Run `npm install`.",
+    user_said="we use pnpm, not npm",
+)
+ANSWERS = {
+    "accepted": ITEM.accepted,
+    "rejected": ITEM.rejected,
+    "unrelated": "The Eiffel Tower is 330 metres tall.",
+    "soup": "pnpm pnpm-lock.yaml repo install pnpm dependencies project uses",
+}
 
 
 def main() -> int:
-    from envs.atropos.reward import DEFAULT_WEIGHTS, Anchor, CombinedReward, Rollout, load_weights
-
     params = ROOT / "params.yaml"
-    reward = CombinedReward(load_weights(params) if params.is_file() else DEFAULT_WEIGHTS)
-    reward.fit_preference(sample_pairs())
-    rollouts = [Rollout(ACCEPTED, "stop"), Rollout(REJECTED, "stop"), Rollout(UNRELATED, "stop")]
-    anchors = [Anchor(ACCEPTED, REJECTED)]
-    terms = reward.per_term(rollouts, anchors)
+    reward = reward_from_spec(load_spec(params) if params.is_file() else {"weights": DEFAULT_WEIGHTS})
+    rollouts = [Rollout(text, "stop") for text in ANSWERS.values()]
+    terms = reward.per_term(ITEM, rollouts)
     combined = reward.combine(terms)
-    for name, rollout, value in zip(("accepted", "rejected", "unrelated"), rollouts, combined, strict=False):
-        detail = ", ".join(f"{t} {terms[t][rollouts.index(rollout)]:+.3f}" for t in terms if reward.weights[t])
+    for i, (name, value) in enumerate(zip(ANSWERS, combined, strict=True)):
+        detail = ", ".join(f"{t} {terms[t][i]:+.3f}" for t in terms if reward.weights[t])
         print(f"{name:9s} {value:+.3f}   ({detail})")
-    ok = combined[0] > combined[2] > combined[1]
-    print("order accepted > unrelated > rejected:", "yes" if ok else "NO")
+    scores = dict(zip(ANSWERS, combined, strict=True))
+    ok = scores["accepted"] > max(scores["unrelated"], scores["soup"]) and scores["unrelated"] > scores["rejected"]
+    print("order accepted > unrelated, soup; unrelated > rejected:", "yes" if ok else "NO")
     return 0 if ok else 1
 
 

@@ -4,12 +4,15 @@ Pure and host-free (no Hermes import), so it is tested and benchmarked on its ow
 adapter feeds it one ``Turn`` per finished agent turn (``post_llm_call``).
 
 Each session remembers its last turn: the history before it, the user message and the answer.
-The next turn of that session is then compared with it:
+When nothing is remembered (the process restarted, ``hermes chat -r`` resumed the session, a one-shot
+``hermes chat -q`` turn), the last turn is rebuilt from the history Hermes passes with this one: its
+last user message and the final answer to it. The next turn of that session is then compared with it:
 
 * the history grew by exactly that exchange → an ordinary next message: a **correction** if the
   detector says the new message rejects the previous answer (or a **retry** if it re-sends it);
 * the history is the same as before the last turn → that exchange was taken back: the same user
-  message again is a **retry** (``/retry``), a different one is an **undo** (``/undo`` + a new ask);
+  message again is a **retry** (``/retry``), a different one is an **undo** (``/undo`` + a new ask).
+  The history no longer holds an answer taken back, so these need the remembered turn;
 * anything else (compression, ``/new``, a reset, several exchanges rolled back, missed turns)
   makes no pair and just starts over from this turn.
 
@@ -24,6 +27,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect
+from .confirm import Window, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -52,7 +56,7 @@ class Capture:
     """A pair worth asking the user about; ``pair`` is already cut and scrubbed."""
 
     pair: NewPair
-    score: float = 1.0
+    detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
 
 
 @dataclass
@@ -99,6 +103,17 @@ def split_last_turn(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return []
 
 
+def previous_turn(before: list[tuple[str, str]]) -> _Last | None:
+    """The last exchange of a history: its last user message and the final answer to it."""
+    asked = split_last_turn(before)
+    if len(asked) == len(before):
+        return None  # no user message at all
+    user, answers = before[len(asked)][1], [text for role, text in before[len(asked) + 1 :] if role == "assistant"]
+    if not answers:
+        return None  # that turn never got an answer (interrupted)
+    return _Last(asked, user, answers[-1], before)
+
+
 def _cut(text: str) -> str:
     return text[:MAX_CHARS]
 
@@ -122,37 +137,40 @@ class Tracker:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def observe(self, turn: Turn) -> Capture | None:
+    def observe(self, turn: Turn, threshold: str = "standalone", model_path=None) -> Capture | None:
+        """The pair this turn makes, if any. ``threshold`` is the detector's operating point and ``model_path``
+        the profile's refitted detector (the shipped one when None or unreadable)."""
         if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
             return None
         user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
         after = dialogue(turn.conversation_history)
         before = split_last_turn(after)
         with self._lock:
-            last = self._sessions.pop(turn.session_id, None)
+            last = self._sessions.pop(turn.session_id, None) or previous_turn(before)
             self._sessions[turn.session_id] = _Last(before, user, answer, after)
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
             return None
-        kind, label, score = self._classify(last, before, user, answer)
+        kind, label, detected = self._classify(last, before, user, answer, threshold, model_path)
         if kind is None or same_answer(last.answer, answer):
             return None
-        return Capture(self._pair(kind, label, last, user, answer, turn), score)
+        return Capture(self._pair(kind, label, last, user, answer, turn), detected)
 
     @staticmethod
-    def _classify(last: _Last, before, user: str, answer: str) -> tuple[str | None, str | None, float]:
+    def _classify(last: _Last, before, user: str, answer: str, threshold: str, model_path):
+        """(kind, label, whether the detector decided) of this turn against the last one."""
         if len(before) == len(last.after) and before == last.after:
-            found = detect.detect(last.user, last.answer, user, answer)
+            found = stage1(Window(last.user, last.answer, user, answer), threshold, model_path)
             if found.kind in ("correction", "retry"):
-                return found.kind, found.label, found.score
-            return None, None, found.score
+                return found.kind, found.label, True
+            return None, None, False
         if len(before) == len(last.before) and before == last.before:
             if user == last.user:
-                return "retry", "retried answer", 1.0
-            found = detect.detect(last.user, last.answer, user, answer)
-            return "undo", found.label or "undone answer", 1.0
-        return None, None, 0.0
+                return "retry", "retried answer", False
+            found = stage1(Window(last.user, last.answer, user, answer), "standalone", model_path)
+            return "undo", found.label or "undone answer", False
+        return None, None, False
 
     @staticmethod
     def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:

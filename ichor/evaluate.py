@@ -7,7 +7,9 @@ gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when `
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from .detect import detect
 
@@ -61,7 +63,7 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     fp = sum(g == "none" and p != "none" for g, p in pairs)
     fn = sum(g != "none" and p == "none" for g, p in pairs)
     tn = sum(g == "none" and p == "none" for g, p in pairs)
-    metrics = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
+    metrics: dict[str, Any] = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
     for kind in POSITIVE_KINDS:
         k_tp = sum(g == kind and p == kind for g, p in pairs)
         k_fp = sum(g != kind and p == kind for g, p in pairs)
@@ -85,3 +87,114 @@ def format_report(metrics: dict) -> str:
     for name, block in rows:
         lines.append(f"{name:<12} {_cell(block['precision']):<32} {_cell(block['recall']):<32} {block['f1']:.3f}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ grouping
+
+SLICES = ("aider logs", "agent transcripts", "dialogue")
+
+
+def slice_of(row: dict) -> str:
+    """Which kind of conversation a labelled window comes from (the shared data's id and source conventions)."""
+    if str(row.get("id", "")).startswith("l5-"):
+        return "agent transcripts"
+    if "#turn" in str(row.get("source", "")):
+        return "dialogue"
+    return "aider logs"
+
+
+_NON_LATIN = re.compile(r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_WORDS = re.compile(r"[^\W\d_]{1,20}")
+_ENGLISH = frozenset(
+    "the a an to of and is it in that this for you i my on with be not but can do what please now are was".split()
+)
+_OTHER = frozenset(
+    "le la les des une est pas pour que dans avec je il et du au "  # French
+    "el los las por con una para como pero muy "  # Spanish
+    "um uma não para com isso está "  # Portuguese
+    "je to na se že jak ale pro jsem není "  # Czech
+    "der die das und ist nicht mit ich sie auf "  # German
+    "yang dan ini itu tidak dengan untuk saya ada "  # Indonesian
+    "di il che per non sono della ".split()  # Italian
+)
+
+
+def language_group(text: str) -> str:
+    """ "English" or "non-English", from the script and a count of common function words of the message's head."""
+    head = (text or "")[:600]
+    if _NON_LATIN.search(head):
+        return "non-English"
+    words = [w.lower() for w in _WORDS.findall(head)]
+    english = sum(w in _ENGLISH for w in words)
+    other = sum(w in _OTHER for w in words)
+    return "non-English" if other > english else "English"
+
+
+def grouped_blocks(rows: list[dict], predicted: list[bool]) -> dict[str, dict]:
+    """Precision/recall blocks overall, per slice and per language group of the user's message."""
+    groups: dict[str, list[tuple[bool, bool]]] = {"all": []}
+    for row, pred in zip(rows, predicted, strict=True):
+        gold = gold_kind(row) != "none"
+        for name in ("all", slice_of(row), language_group(row.get("user", ""))):
+            groups.setdefault(name, []).append((gold, pred))
+    out = {}
+    for name, pairs in groups.items():
+        tp = sum(g and p for g, p in pairs)
+        fp = sum(p and not g for g, p in pairs)
+        fn = sum(g and not p for g, p in pairs)
+        out[name] = dict(_block(tp, fp, fn, len(pairs) - tp - fp - fn), n=len(pairs))
+    return out
+
+
+# ------------------------------------------------------------------------------- with stage 2
+
+
+def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float) -> dict:
+    """Stage 1 alone (standalone point) and stage 1 + 2 (candidates confirmed through ``complete_fn``).
+
+    Also the share of windows that reached stage 2, how often it fell back to stage 1 and why, and the
+    tokens per confirmation (as reported, or estimated where the endpoint reported no usage).
+    """
+    from .confirm import Window, stage1, two_stage
+
+    decisions = []
+
+    def both(*texts):
+        decisions.append(two_stage(Window(*texts), complete_fn, timeout))
+        return decisions[-1]
+
+    alone = evaluate(rows, lambda *texts: stage1(Window(*texts), "standalone"))
+    confirmed = evaluate(rows, both)
+    asked = [d for d in decisions if d.asked_model]
+    tokens = [d.tokens for d in asked if d.tokens is not None]
+    reasons: dict[str, int] = {}
+    for d in asked:
+        if d.reason:
+            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+    return {
+        "stage1": alone,
+        "stage1+2": confirmed,
+        "reached_stage2": _ratio(len(asked), len(decisions)),
+        "fallbacks": reasons,
+        "tokens_per_confirmation": sum(tokens) / len(tokens) if tokens else None,
+        "tokens_estimated": any(d.tokens_estimated for d in asked),
+    }
+
+
+def format_two_stage(report: dict) -> str:
+    reached = report["reached_stage2"]
+    fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(report["fallbacks"].items())) or "none"
+    tokens = report["tokens_per_confirmation"]
+    tokens_text = "n/a" if tokens is None else f"{tokens:.0f}" + (" (estimated)" if report["tokens_estimated"] else "")
+    return "\n".join(
+        [
+            "stage 1 alone (standalone point)",
+            format_report(report["stage1"]),
+            "",
+            "stage 1 + 2 (candidates confirmed by the model)",
+            format_report(report["stage1+2"]),
+            "",
+            f"reached stage 2: {_cell(reached)}   fell back to stage 1: {fallbacks}",
+            f"tokens per confirmation: {tokens_text}",
+        ]
+    )

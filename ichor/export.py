@@ -348,9 +348,10 @@ def load_records(source: str | os.PathLike) -> Iterator[dict]:
 
 
 def _private_writer(path: Path):
-    """A text file only its owner can read; a lone surrogate is written as its JSON escape."""
-    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
-    return os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace")
+    """A text file only its owner can read, never written through a symbolic link."""
+    from .paths import open_private
+
+    return open_private(path)
 
 
 class _Writers:

@@ -78,3 +78,15 @@ def m002_status_index(db: sqlite3.Connection) -> None:
 def m003_upload_ref(db: sqlite3.Connection) -> None:
     # The Hub commit that holds an uploaded pair, so that a retried share can tell what is already there.
     db.execute("ALTER TABLE pairs ADD COLUMN upload_ref TEXT")
+
+
+@migration
+def m004_data_file_location(db: sqlite3.Connection) -> None:
+    # The absolute folder each pair's data file was written to, so discard finds it whichever process
+    # (and whichever ICHOR_DATA_DIR) wrote it; and the uids of deleted pairs, so the audit stage can drop
+    # a file whose pair is gone without touching another profile's files in a shared folder.
+    # ``data_dirs`` lists every folder ever written to, so the open-time sweep for temp files a killed writer
+    # left reads a handful of rows, not every pair.
+    db.execute("ALTER TABLE pairs ADD COLUMN data_dir TEXT")
+    db.execute("CREATE TABLE forgotten (uid TEXT PRIMARY KEY, forgotten_at REAL NOT NULL)")
+    db.execute("CREATE TABLE data_dirs (path TEXT PRIMARY KEY)")

@@ -6,9 +6,14 @@ the first dot of an IPv4 address) with the word boundary checked by a fixed-widt
 regex engine jumps between anchors instead of trying every position; every nested repeat is bounded or
 unambiguous, so backtracking stays bounded per anchor. The whole text is always scrubbed; nothing is cut.
 
-Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]`` and home folders keep their
-shape (``/home/[USER]/...``). Placeholders never match a rule and count as word characters at every boundary,
-so scrubbing is idempotent.
+Three sources of rules run in order: ichor's own format rules, the provider formats of the gitleaks catalogue
+(``ichor.scrub_catalogue``, data in ``ichor/data/scrub_catalogue.toml``), then ichor's own logic for named
+assignments, command lines, key blocks, home paths and PII (numbers checked by ``ichor.scrub_pii``'s validators).
+A value that is a placeholder or a reference (``ichor.scrub_values``) is kept whichever rule matched it.
+
+Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``,
+``[SSN]``, and home folders and prompts keep their shape (``/home/[USER]/...``). Placeholders never match a rule
+and count as word characters at every boundary, so scrubbing is idempotent.
 
 >>> scrub("mail me at ada@corp.io").text
 'mail me at [EMAIL]'
@@ -18,11 +23,18 @@ so scrubbing is idempotent.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import bisect
+import functools
 import ipaddress
 import re
 import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+
+from . import scrub_catalogue, scrub_pii
+from .scrub_values import is_placeholder, is_template, kept_value
 
 SECRET_KINDS = (
     "private_key",
@@ -39,20 +51,32 @@ SECRET_KINDS = (
     "jwt",
     "bearer",
     "url_password",
+    "basic_auth",
+    "cli_secret",
+    "api_token",
     "env_secret",
 )
-PII_KINDS = ("email", "ip", "phone", "home_path")
+PII_KINDS = ("email", "ip", "phone", "home_path", "user_name", "card", "iban", "ssn")
 KINDS = SECRET_KINDS + PII_KINDS
 # Kinds defined by their own format, not by surrounding context: what the audit treats as a leak.
-LEAK_KINDS = tuple(k for k in SECRET_KINDS if k not in ("aws_secret_key", "bearer", "env_secret"))
+LEAK_KINDS = tuple(
+    k for k in SECRET_KINDS if k not in ("aws_secret_key", "bearer", "basic_auth", "cli_secret", "env_secret")
+)
 
-PII_PLACEHOLDERS = {"email": "[EMAIL]", "ip": "[IP]", "phone": "[PHONE]"}
+PII_PLACEHOLDERS = {
+    "email": "[EMAIL]",
+    "ip": "[IP]",
+    "phone": "[PHONE]",
+    "card": "[CARD]",
+    "iban": "[IBAN]",
+    "ssn": "[SSN]",
+}
 USER_PLACEHOLDER = "[USER]"
 
 
 def placeholder(kind: str) -> str:
-    if kind == "home_path":
-        return USER_PLACEHOLDER  # only the user name is replaced: /home/[USER]/...
+    if kind in ("home_path", "user_name"):
+        return USER_PLACEHOLDER  # only the user name is replaced: /home/[USER]/..., [USER]@devbox:~$
     return PII_PLACEHOLDERS.get(kind) or f"[REDACTED:{kind}]"
 
 
@@ -74,6 +98,8 @@ class Rule:
     find: Finder
     # Lower-case substrings at least one of which a match must contain: a cheap pre-check before scanning.
     gate: tuple[str, ...] = ()
+    # True when the finder itself keeps placeholders and references, so the engine need not check again.
+    checks_values: bool = False
 
 
 def _finder(pattern: re.Pattern, check: Check) -> Finder:
@@ -142,11 +168,17 @@ def _find_private_keys(text: str) -> Iterator[tuple[int, int]]:
         end = None if no_end_after is not None else _PEM_END.search(text, begin.end())
         if end is None:
             no_end_after = begin.end()  # no END anywhere further on: don't look again
-            pos = _PEM_BODY.match(text, begin.end()).end()
+            body = _PEM_BODY.match(text, begin.end())
+            pos = body.end() if body else begin.end()
         else:
             pos = end.end()
         yield begin.start(), pos
 
+
+# A PuTTY .ppk key: its header line, then every "Name: value" and base64 line that follows, whole.
+_PUTTY_KEY = re.compile(
+    r"PuTTY-User-Key-File-[0-9]:[^\n]{0,200}(?:\r?\n[ \t]*(?:[A-Za-z-]{1,40}:[^\n]{0,200}|[A-Za-z0-9+/=]{8,})[ \t]*)*"
+)
 
 _AWS_CONTEXT = re.compile(r"aws|secret|akia")  # searched in the lower-cased text
 _AWS_SECRET = re.compile(r"(?<![\[\]A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![\[\]A-Za-z0-9/+=])")
@@ -187,36 +219,6 @@ def _bearer_token(m: re.Match) -> bool:
     return len(token) >= 16 and (_has_digit(token) or (token.lower() != token and token.upper() != token))
 
 
-_TEMPLATE_VALUES = {
-    "none",
-    "null",
-    "nil",
-    "true",
-    "false",
-    "undefined",
-    "str",
-    "string",
-    "int",
-    "bytes",
-    "optional",
-    "secretstr",
-    "secretbytes",
-    "required",
-    "...",
-}
-
-
-def _not_template(value: str, template_starts: str = "$%<{[(*#") -> bool:
-    """False for placeholders and references: ${PW}, <password>, {{ pw }}, %s, ****, None, your-key-here."""
-    low = value.lower()
-    return not (
-        value[0] in template_starts
-        or low in _TEMPLATE_VALUES
-        or len(set(value)) == 1
-        or low.startswith(("your", "process.env", "os.environ", "os.getenv", "getenv", "env("))
-    )
-
-
 def _stripe_key(m: re.Match) -> tuple[int, int] | None:
     # The match starts at "k_": the key starts one character earlier, at s/r/p.
     start = m.start() - 1
@@ -237,8 +239,72 @@ def _telegram_token(m: re.Match) -> tuple[int, int] | None:
     return (start, m.end()) if 8 <= digits <= 10 and not (start > 0 and text[start - 1].isdigit()) else None
 
 
+def _basic_credentials(m: re.Match) -> bool:
+    """A Basic token is base64 of "user:password"; prose ("Basic authentication") does not decode to that."""
+    try:
+        decoded = base64.b64decode(m.group("token"), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()
+
+
+_SECRET_WORD = r"""(?:"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"'-][^\s"']{0,255})"""
+# curl -u user:password, --user=user:password (the user stays)
+_CLI_USER = re.compile(r"""-(?<![\w-]-)(?:u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:(?P<secret>[^\s"']{1,256})""")
+# --password SECRET, --token SECRET, --api-key SECRET: a secret-named long option and the next word
+_CLI_LONG = re.compile(
+    r"--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|api-token|secret|client-secret|auth-token|"
+    rf"access-token|access-key|secret-key|private-key)[ \t]+(?P<secret>{_SECRET_WORD})"
+)
+# -p: the password glued to it for the MySQL family (mysql -pSECRET), the next word for tools where -p means
+# password (twine, sshpass, docker login); elsewhere -p is a port, a parent folder or a plugin.
+_CLI_P = re.compile(rf"-p(?<=\s-p)(?:(?P<glued>{_SECRET_WORD})|[ \t]+(?P<spaced>{_SECRET_WORD}))")
+# Command names start with a literal (no leading \b), so the engine skips between candidates; the character
+# before a name is checked afterwards.
+_GLUED_P_COMMAND = re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb|mysqlsh)\b")
+_SPACED_P_COMMAND = re.compile(
+    r"(?:twine|sshpass|docker login|podman login|nerdctl login|buildah login|skopeo login|helm registry login|"
+    r"smbclient)\b"
+)
+_COMMAND_REACH = 300  # how far back on the line the command may be
+_WORD_CHAR = re.compile(r"[\w-]")
+
+
+def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
+    for pattern in (_CLI_USER, _CLI_LONG):
+        for m in pattern.finditer(text):
+            yield m.span("secret")
+    commands: dict[str, list[int]] = {}
+    for m in _CLI_P.finditer(text):
+        group = "glued" if m.group("glued") is not None else "spaced"
+        if group not in commands:  # every command's position, found once: each -p then costs a bisect
+            pattern = _GLUED_P_COMMAND if group == "glued" else _SPACED_P_COMMAND
+            commands[group] = [
+                c.start()
+                for c in pattern.finditer(text)
+                if c.start() == 0 or not _WORD_CHAR.match(text[c.start() - 1])
+            ]
+        reach = max(0, m.start() - _COMMAND_REACH)
+        line_start = text.rfind("\n", reach, m.start()) + 1 or reach
+        before = commands[group]
+        i = bisect.bisect_left(before, line_start)
+        if i < len(before) and before[i] < m.start():
+            yield m.span(group)
+
+
+def _find_cli_secrets(text: str) -> Iterator[tuple[int, int]]:
+    """Secrets passed to a command line as an option's argument, left to right like every finder."""
+    for start, end in sorted(_cli_candidates(text)):
+        if text[start] in "\"'":
+            start, end = start + 1, end - 1
+        value = text[start:end]
+        if value and not value.isdigit() and not _EXPRESSION.match(value):
+            yield start, end
+
+
 SECRET_RULES: tuple[Rule, ...] = (
     Rule("private_key", _find_private_keys, gate=("-----begin",)),
+    Rule("private_key", _finder(_PUTTY_KEY, _whole()), gate=("putty-user-key-file-",)),
     Rule("anthropic_key", _finder(_after_boundary("sk-ant-", r"[A-Za-z0-9_-]{20,}"), _whole())),
     Rule(
         "openai_key",
@@ -299,8 +365,41 @@ SECRET_RULES: tuple[Rule, ...] = (
     Rule(
         "url_password",
         _finder(
-            re.compile(r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{1,128}:(?!\[REDACTED)(?P<password>[^\s/@]{1,256})@"),
-            _group("password", lambda m: _not_template(m.group("password"), "$%<{[")),
+            # The user may be empty (redis://:pw@host) and the password may hold a raw "@": it runs to the last
+            # "@" before the host, which is followed by "/", "?", "#", a space or the end.
+            re.compile(
+                r"://(?<=[A-Za-z0-9+.-]://)[^\s:/@\[\]]{0,128}:(?!\[REDACTED)(?P<password>[^\s/]{1,256})"
+                r"@(?=[^\s/@]*(?:[/?#\s]|\Z))"
+            ),
+            _group("password"),
+        ),
+    ),
+    *(
+        Rule(
+            "basic_auth",
+            _finder(
+                re.compile(rf"{word}(?<![\w{PH}]{word})[ \t]+(?P<token>[A-Za-z0-9+/]{{6,}}={{0,2}})(?![\w+/=])"),
+                _group("token", _basic_credentials),
+            ),
+        )
+        for word in ("Basic", "basic", "BASIC")
+    ),
+    Rule(
+        "cli_secret",
+        _find_cli_secrets,
+        # A necessary condition: every option the finder knows holds one of these (--client-secret and
+        # --access-token hold neither "--secret" nor "--token", so they have their own).
+        gate=(
+            "-u",
+            "--user",
+            "-p",
+            "--pass",
+            "--token",
+            "--secret",
+            "--api",
+            "--auth",
+            "--client-secret",
+            "--access-",
         ),
     ),
     Rule("aws_secret_key", _find_aws_secrets, gate=("aws", "secret", "akia")),
@@ -309,70 +408,137 @@ SECRET_RULES: tuple[Rule, ...] = (
 
 # --- NAME=value assignments ----------------------------------------------------------------------------
 
+# Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
+# db-password and spring.datasource.password are names like any other. A trailing qualifier (client-key-data,
+# password_b64) does not change what the name holds.
+_NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash))?"
 _STRONG_NAME = re.compile(
     r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
-    r"refresh_?token|bot_?token|password|passwd|pwd|passphrase|private_?key|access_?key|secret_?access_?key|"
-    r"credentials?)"
+    r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|"
+    r"private_?key|access_?key|secret_?access_?key|signing_?key|encryption_?key|master_?key|credentials?)"
+    + _NAME_QUALIFIER
 )
-_KEY_NAME = re.compile(r"(?i)\w*_key")
-_EXPRESSION = re.compile(r"[A-Za-z_]\w*(?:\.\w+)+|[A-Za-z_][\w.]*[(\[]")
-_NAME_GATE = ("key", "secret", "token", "pass", "pwd", "credential")
-_NAME_GATE_RE = re.compile("|".join(_NAME_GATE))
+_KEY_NAME = re.compile(r"(?i)\w*_key" + _NAME_QUALIFIER)
+# Code where a value should be: attribute access (tokenizer.eos_token, self.v2) or a call or subscript. A dotted
+# value whose parts are not identifiers (Summer.2024, a dotted token) is a value.
+_EXPRESSION = re.compile(
+    r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
+)
+_NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
+_NAME_GATE_RE = re.compile("|".join(_NAME_GATE), re.IGNORECASE)
+_REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 
-# The operator and the value; the name before it is found by _NAME_REVERSED, so the scan starts at [:=].
-_ASSIGNMENT = re.compile(
-    r"(?:[:=](?!=)|:=)[ \t]*"
-    r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|(?P<bare>[^\s\"'`,;]{1,512}))"
-)
+# Only the operator is matched, never the value, so an operator inside another assignment's value
+# (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON connection string) is examined too.
+_OPERATOR = re.compile(r"=>|:=|=(?!=)|:(?<!\[REDACTED:)(?!=)")  # not the ":" of a placeholder
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
-_NAME_REVERSED = re.compile(r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_]{0,80}[A-Za-z_])(?P=q)(?![\w.\[\]-])")
+_NAME_REVERSED = re.compile(
+    r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
+)
+_SPACES = re.compile(r"[ \t]*")
+# Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
+_BARE_END = re.compile(r"[\s\"'`,;]")
+_DQ_END = re.compile(r"[\"\n]")
+_SQ_END = re.compile(r"['\n]")
+# Operators examined within one run of value text: deeper nesting than this is not an assignment anyone wrote,
+# and the bound keeps hostile text (token=token=token=...) linear.
+_MAX_NESTED = 8
+
+
+class _NextMatch:
+    """The next match of ``pattern`` at or after a position, for positions that only increase (linear overall)."""
+
+    def __init__(self, text: str, pattern: re.Pattern):
+        self.text, self.pattern, self.at = text, pattern, -1
+
+    def __call__(self, pos: int) -> int:
+        if self.at < pos:
+            m = self.pattern.search(self.text, pos)
+            self.at = m.start() if m else len(self.text)
+        return self.at
 
 
 def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
     reversed_text = None
-    for m in _ASSIGNMENT.finditer(text):
-        tail = text[max(0, m.start() - 20) : m.start()].lower()
-        if not _NAME_GATE_RE.search(tail):
+    ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
+    taken_until, run_end, in_run = 0, -1, 0
+    for m in _OPERATOR.finditer(text):
+        if m.start() < taken_until:
+            continue  # inside a value already removed
+        if not _NAME_GATE_RE.search(text, max(0, m.start() - 20), m.start()):
             continue  # cheap pre-check: no secret-like name ends right before the operator
+        spaces = _SPACES.match(text, m.end())
+        start = spaces.end() if spaces else m.end()
+        if text.startswith(_REMOVED, start):
+            continue  # the value is already a placeholder (the engine's second pass)
         if reversed_text is None:
             reversed_text = text[::-1]
         name = _NAME_REVERSED.match(reversed_text, len(text) - m.start())
-        if name is not None:
-            span = _assignment_value(m, name.group("name")[::-1])
-            if span is not None:
-                yield span
+        if name is None:
+            continue
+        quote = text[start] if start < len(text) and text[start] in "\"'" else None
+        end = ends[quote](start + 1) if quote else ends["bare"](start)
+        in_run = in_run + 1 if end == run_end else 1
+        run_end = end
+        if in_run > _MAX_NESTED:
+            continue
+        span = _assignment_value(text, name.group("name")[::-1], m.group(0), start + (1 if quote else 0), end, quote)
+        if span is not None:
+            taken_until = span[1]
+            yield span
 
 
 def _looks_generated(value: str) -> bool:
     """A digit or a symbol: unlike an ordinary word or a type name."""
-    return len(value) >= 6 and (_has_digit(value) or any(c in "!@#$%^&*_-+=/~" for c in value))
+    return len(value) >= 6 and (_has_digit(value) or any(c in "!@#$%^&*_-+=/~." for c in value))
 
 
-def _assignment_value(m: re.Match, name: str) -> tuple[int, int] | None:
-    """The span of the value when ``name = value`` assigns a secret, else None."""
-    group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
-    value = m.group(group)
-    if group == "bare":
-        value = value.rstrip(")]},:")  # a call's or literal's closing bracket: password=None)
-        if not value or _EXPRESSION.match(value):
-            return None  # code: tokenizer.eos_token, os.environ[...], get_token()
-    if not _not_template(value):
+def _normal_name(name: str) -> str:
+    return name.lstrip("-").replace("-", "_").replace(".", "_")
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_strength(raw_name: str) -> str | None:
+    """ "strong" for a name that always holds a secret, "weak" for a generic *_KEY, else None."""
+    name = _normal_name(raw_name)
+    if _STRONG_NAME.fullmatch(name):
+        return "strong"
+    return "weak" if _KEY_NAME.fullmatch(name) else None
+
+
+def _assignment_value(
+    text: str, raw_name: str, operator: str, start: int, end: int, quote: str | None
+) -> tuple[int, int] | None:
+    """The span of the value when ``name <operator> value`` assigns a secret, else None."""
+    strength = _name_strength(raw_name)
+    if strength is None:
         return None
-    if _STRONG_NAME.fullmatch(name) is None:
+    if quote is None:
+        while end > start and text[end - 1] in ")]},:":
+            end -= 1  # a call's or literal's closing bracket: password=None)
+    value = text[start:end]
+    if not value or value.startswith("[REDACTED") or (quote is None and value[0] in "([{"):
+        return None  # already removed, or code: (a * b), [x], {...}
+    if quote is None and _EXPRESSION.match(value):
+        return None  # code: tokenizer.eos_token, os.environ[...], get_token()
+    if is_template(value) or is_placeholder(value):
+        return None
+    if strength == "weak":
         # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
-        weak_ok = _KEY_NAME.fullmatch(name) and len(value) >= 8 and _has_digit_and_letter(value)
-        return m.span(group) if weak_ok and " " not in value else None
-    if group == "bare" and m.group(0)[:2] != ":=" and m.group(0)[0] == ":" and not _looks_generated(value):
+        ok = len(value) >= 8 and _has_digit_and_letter(value) and " " not in value
+        return (start, end) if ok else None
+    if quote is None and operator == ":" and not _looks_generated(value):
         return None  # prose and annotations: "Token: the issue is", "private_key: PrivateKeyTypes"
-    if group == "bare":
+    if quote is None:
+        name = _normal_name(raw_name)
         if name.islower() and re.fullmatch(r"[A-Za-z_]+", value):
             return None  # code: token = response, token = Operator
-        if value.isdigit() and "pass" not in name.lower() and "pwd" not in name.lower():
+        if value.isdigit() and not re.search(r"(?i)pass|pwd|pw$|pin", name):
             return None  # MAX_TOKEN=4096
-    return m.span(group)
+    return start, end
 
 
-ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE)
+ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=True)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -418,7 +584,16 @@ def _email(m: re.Match) -> tuple[int, int] | None:
         return None  # git@github.com:org/repo, icon@2x.png
     if text.endswith("://", 0, start):
         return None  # https://user@host: URL user info, not a mailbox
+    if _example_domain(m.group(0)[1:].lower()):
+        return None  # RFC 2606 names reach no one: user@example.com
     return start, m.end()
+
+
+_EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
+
+
+def _example_domain(domain: str) -> bool:
+    return any(domain == d or domain.endswith("." + d) for d in _EXAMPLE_DOMAINS)
 
 
 _DOC_NETS = tuple(
@@ -514,6 +689,32 @@ def _personal_user(m: re.Match) -> bool:
     return m.group("user").lower() not in _GENERIC_USERS
 
 
+# Roots under which a home folder sits: WSL's view of Windows, Fedora Silverblue, macOS' data volume.
+_HOME_ROOT = re.compile(r"(?:^|[^\w.~\[\]/-])(?:/mnt/[A-Za-z]|/var|/System/Volumes/Data|/private/var)\Z")
+_PATH_CHARS = frozenset(string.ascii_letters + string.digits + "_.~[]-/")
+
+
+def _home_user(m: re.Match) -> tuple[int, int] | None:
+    """The user of /home/USER, /Users/USER, and of the same under /mnt/c, /var or a macOS volume."""
+    text, start = m.string, m.start()
+    under_root = False
+    if start > 0 and text[start - 1] in _PATH_CHARS:
+        under_root = _HOME_ROOT.search(text, max(0, start - 24), start) is not None
+        if not under_root:
+            return None  # part of a longer path or a URL: github.com/users/x
+    if m.group("dir") == "users" and not under_root:
+        return None  # lower-case /users/ only where Windows' folder shows through (/mnt/c/users/)
+    return m.span("user") if _personal_user(m) else None
+
+
+# A shell prompt at the start of a line: "priya@devbox:~$", "(venv) priya@devbox:/srv$", "[priya@web-01 app]$".
+_PROMPT = re.compile(
+    r"^[ \t]*(?:\([\w.-]{1,40}\)[ \t]*)?\[?(?P<user>[A-Za-z_][A-Za-z0-9_.-]{0,31})@[A-Za-z0-9][A-Za-z0-9.-]{0,62}"
+    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\])[$#%](?=[ \t]|\r?\n|\Z)",
+    re.MULTILINE,
+)
+
+
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
     return m.span() if 8 <= sum(c.isdigit() for c in m.group(0)) <= 15 else None
 
@@ -532,6 +733,7 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
+    Rule("user_name", _finder(_PROMPT, _group("user", _personal_user)), gate=("@",)),
     Rule(
         "email",
         _finder(
@@ -547,10 +749,10 @@ PII_RULES: tuple[Rule, ...] = (
         "home_path",
         _finder(
             re.compile(
-                r"/(?<![\w.~\[\]-]/)(?:home|Users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+                r"/(?P<dir>home|Users|users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
                 r"(?![\[\]A-Za-z0-9._-])"
             ),
-            _group("user", _personal_user),
+            _home_user,
         ),
         gate=("/home/", "/users/"),
     ),
@@ -558,13 +760,17 @@ PII_RULES: tuple[Rule, ...] = (
         "home_path",
         _finder(
             re.compile(
-                r"Users(?<=[A-Za-z]:\\Users|[A-Za-z]:/Users|:\\\\Users)(?:\\{1,2}|/)"
-                r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])"
+                r"users(?<=[a-z]:\\users|[a-z]:/users|:\\\\users)(?:\\{1,2}|/)"
+                r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])",
+                re.IGNORECASE,
             ),
             _group("user", _personal_user),
         ),
         gate=("users",),
     ),
+    Rule("iban", scrub_pii.find_ibans),
+    Rule("card", scrub_pii.find_cards),
+    Rule("ssn", scrub_pii.find_ssns, gate=("-",)),
     Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w\[\]]|\.[0-9])"), _ipv4)),
     Rule("ip", _finder(re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]{0,36}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
     Rule(
@@ -583,10 +789,59 @@ PII_RULES: tuple[Rule, ...] = (
         "phone",
         _finder(re.compile(r"[0-9](?<![\w+.\[\]].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END), _north_american),
     ),
+    Rule("phone", scrub_pii.find_national_phones, gate=("0",)),
 )
 
-RULES: tuple[Rule, ...] = SECRET_RULES + (ENV_RULE,) + PII_RULES
-LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS)
+_SECRET_KIND_SET = frozenset(SECRET_KINDS)
+
+
+@dataclass(frozen=True)
+class _RuleSets:
+    catalogue_rows: tuple[scrub_catalogue.Row, ...]
+    catalogue: tuple[Rule, ...]
+    rules: tuple[Rule, ...]
+    leak: tuple[Rule, ...]
+    gates: scrub_catalogue.KeywordIndex
+
+
+@functools.cache
+def _rule_sets() -> _RuleSets:
+    """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
+    rows = scrub_catalogue.rows()
+    catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
+    rules = SECRET_RULES + catalogue + (ENV_RULE,) + PII_RULES
+    leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
+        rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
+    )
+    gates = scrub_catalogue.KeywordIndex(g for rule in rules for g in rule.gate)
+    return _RuleSets(rows, catalogue, rules, leak, gates)
+
+
+def warm() -> None:
+    """Build every rule, compile every pattern and import the validators now rather than on the first scrub.
+
+    The first scrub of a process otherwise pays this once (reading the catalogue, compiling ~250 patterns);
+    a host can call this where a delay is free, e.g. in a background thread at start-up.
+    """
+    for row in _rule_sets().catalogue_rows:
+        _ = row.pattern
+    scrub_pii.warm()
+    scrub("warm 07700 900123 4111 1111 1111 1111 DE00 0000 0000 0000 0000 00 123-45-6789")
+
+
+_LAZY = {
+    "CATALOGUE_ROWS": "catalogue_rows",
+    "CATALOGUE_RULES": "catalogue",
+    "RULES": "rules",
+    "LEAK_RULES": "leak",
+}
+
+
+def __getattr__(name: str):
+    """RULES, LEAK_RULES, CATALOGUE_RULES and CATALOGUE_ROWS, built on first access."""
+    if name in _LAZY:
+        return getattr(_rule_sets(), _LAZY[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- public API ----------------------------------------------------------------------------------------
@@ -594,22 +849,50 @@ LEAK_RULES: tuple[Rule, ...] = tuple(r for r in SECRET_RULES if r.kind in LEAK_K
 
 def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
     removed: dict[str, int] = {}
-    lower = text.lower()
+    first_lower = text.lower()
+    present = _rule_sets().gates.present(first_lower)
+    lower: str | None = first_lower
     for rule in rules:
-        if rule.gate and not any(g in lower for g in rule.gate):
+        if rule.gate and present.isdisjoint(rule.gate):
             continue
-        pieces, last, hits = [], 0, 0
-        for start, end in rule.find(text):
-            if start < last:
-                continue
-            pieces += (text[last:start], placeholder(rule.kind))
-            last = end
-            hits += 1
-        if hits:
-            pieces.append(text[last:])
-            text = "".join(pieces)
-            removed[rule.kind] = removed.get(rule.kind, 0) + hits
+        if lower is not None:
+            scrub_catalogue.remember_lower(text, lower)
+        spans = _kept_spans(text, rule)
+        if spans:
+            text, lower = _replace(text, lower, spans, placeholder(rule.kind))
+            removed[rule.kind] = removed.get(rule.kind, 0) + len(spans)
     return Scrubbed(text, removed)
+
+
+def _kept_spans(text: str, rule: Rule) -> list[tuple[int, int]]:
+    """The rule's spans, left to right, without overlaps and without placeholders or references."""
+    spans: list[tuple[int, int]] = []
+    last = 0
+    check = rule.kind in _SECRET_KIND_SET and not rule.checks_values
+    for start, end in rule.find(text):
+        if start < last or (check and kept_value(text[start:end])):
+            continue
+        spans.append((start, end))
+        last = end
+    return spans
+
+
+def _replace(text: str, lower: str | None, spans: list[tuple[int, int]], mark: str) -> tuple[str, str | None]:
+    """``text`` with each span replaced by ``mark``, and its lower case kept in step (so it isn't recomputed)."""
+    new_text = _join(text, spans, mark)
+    if lower is None or len(lower) != len(text):
+        return new_text, None  # lower-casing changed the length: positions don't line up, recompute when needed
+    return new_text, _join(lower, spans, mark.lower())
+
+
+def _join(text: str, spans: list[tuple[int, int]], mark: str) -> str:
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces += (text[last:start], mark)
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 MAX_PASSES = 4
@@ -624,19 +907,34 @@ def scrub(text: str) -> Scrubbed:
     """
     if not text:
         return Scrubbed(text or "", {})
-    result = _apply(text, RULES)
+    result = _apply(text, _rule_sets().rules)
     removed = result.removed
     for _ in range(MAX_PASSES - 1):
         if not result.removed:
             break
-        result = _apply(result.text, RULES)
+        result = _apply(result.text, _rule_sets().rules)
         removed = merge_counts(removed, result.removed)
     return Scrubbed(result.text, removed)
 
 
+def scrub_cut(text: str, limit: int, mark: str = "…") -> str:
+    """``text`` scrubbed, then cut to at most ``limit`` characters, never inside a placeholder.
+
+    Redaction comes first: cutting first can split a token so that no rule recognises the part that is left.
+    """
+    clean = scrub(text).text
+    if len(clean) <= limit:
+        return clean
+    cut = max(0, limit - len(mark))
+    opening = clean.rfind("[", 0, cut)
+    if opening != -1 and clean.find("]", opening) >= cut:
+        cut = opening  # the cut would fall inside a placeholder: cut before it
+    return clean[:cut] + mark
+
+
 def find_leaks(text: str) -> dict[str, int]:
     """Secrets of a known format still present in ``text`` (what the audit stage fails on)."""
-    return _apply(text, LEAK_RULES).removed if text else {}
+    return _apply(text, _rule_sets().leak).removed if text else {}
 
 
 def merge_counts(*counts: dict[str, int] | None) -> dict[str, int]:
@@ -684,6 +982,10 @@ _GROUPS = (
     ("ip", "IP", "IPs"),
     ("phone", "phone", "phones"),
     ("home_path", "path", "paths"),
+    ("user_name", "user name", "user names"),
+    ("card", "card number", "card numbers"),
+    ("iban", "IBAN", "IBANs"),
+    ("ssn", "SSN", "SSNs"),
 )
 
 

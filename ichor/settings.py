@@ -52,7 +52,10 @@ def _choice(*choices: str) -> Callable[[str], str]:
 
 
 def _absolute_path(raw: str) -> str:
-    return str(Path(raw).expanduser().resolve())
+    try:
+        return str(Path(raw).expanduser().resolve())
+    except (RuntimeError, OSError) as exc:  # "~nosuchuser/…", a symlink loop
+        raise SettingError(f"not a usable path: {raw!r} ({exc})") from None
 
 
 def _env_name(raw: str) -> str:

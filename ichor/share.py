@@ -4,9 +4,11 @@
   the repository already holds and skip those uids, so sharing again never uploads a pair twice —
   even when an earlier run died after the Hub took its commit but before we heard back.
 * A pair becomes ``uploaded`` only once the Hub confirmed the commit holding it.
-* The token is read from the environment variable the ``hf_token_env`` setting names, handed to
-  ``huggingface_hub`` for the Hub endpoint only, and scrubbed out of every message we raise.
-* ``huggingface_hub`` is imported inside functions: the core package stays dependency-free.
+* The repository is created with the ``visibility`` setting; an existing one keeps its own, except that
+  a public repository is refused while the setting says private (nothing is uploaded).
+* The token is read from the environment variable the ``hf_token_env`` setting names and handed to
+  ``ichor.hub.Hub``, the one Hub client (shared with the ``publish`` stage), which bounds every call in
+  time and keeps the token out of every message.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from . import settings
 from .export import to_dpo_row
+from .hub import Hub, HubError, PublicRepoRefused
 from .store import Pair, Store
 
 DEFAULT_REPO = "ichor-pairs"
@@ -31,8 +35,7 @@ COMMIT_BATCH = 500  # files per commit; each commit is confirmed (and its pairs 
 _REPO_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
-class ShareError(Exception):
-    """One line for the user. Never carries the token."""
+ShareError = HubError  # one line for the user, never carrying the token
 
 
 @dataclass
@@ -74,7 +77,7 @@ def share_row(pair: Pair) -> dict:
 
 
 def read_token(store: Store) -> tuple[str, str]:
-    env = store.get_setting("hf_token_env", DEFAULT_TOKEN_ENV) or DEFAULT_TOKEN_ENV
+    env = settings.get(store, "hf_token_env") or DEFAULT_TOKEN_ENV
     token = os.environ.get(env, "").strip()
     if not token:
         raise ShareError(
@@ -85,7 +88,7 @@ def read_token(store: Store) -> tuple[str, str]:
 
 
 def repo_name(store: Store) -> str:
-    name = str(store.get_setting("repo", DEFAULT_REPO) or DEFAULT_REPO)
+    name = str(settings.get(store, "repo") or DEFAULT_REPO)
     parts = name.split("/")
     if (
         len(parts) > 2
@@ -109,117 +112,6 @@ def _check_leaks(pairs: list[Pair], rows: list[dict]) -> None:
                 f"pair {pair.id} still holds {describe(leaks)}; nothing was uploaded "
                 f"(discard it with `ichor discard {pair.id}`)"
             )
-
-
-# ---- talking to the Hub -------------------------------------------------------------------------
-
-
-def hub_error(exc: Exception, token: str, env: str, repo_id: str | None, endpoint: str) -> ShareError:
-    """Turn whatever the client raised into one line without the token (the publish stage uses it too)."""
-    from huggingface_hub.errors import HfHubHTTPError, HFValidationError, OfflineModeIsEnabled, RepositoryNotFoundError
-
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    target = repo_id or "your namespace"
-    if isinstance(exc, OfflineModeIsEnabled):
-        line = "huggingface_hub is in offline mode (HF_HUB_OFFLINE=1): unset it to reach the Hub"
-    elif isinstance(exc, HFValidationError):
-        line = f"invalid repository name: {str(exc).splitlines()[0]}"
-    elif status == 401 and not isinstance(exc, RepositoryNotFoundError):
-        line = f"the Hub refused the token in ${env} (401): check it is valid and not expired"
-    elif status == 403 or (status == 401 and isinstance(exc, RepositoryNotFoundError)):
-        line = f"the token in ${env} may not write to {target} ({status}): use a token with write access"
-    elif status == 400:
-        line = f"the Hub refused {target} (400): {_server_message(exc)}"
-    elif isinstance(exc, HfHubHTTPError) and status is not None:
-        line = f"the Hub answered {status} for {target}: {_server_message(exc)}"
-    else:
-        line = f"can't reach the Hub at {endpoint} ({type(exc).__name__}): check your network and try again"
-    return ShareError(_redact(line, token))
-
-
-def _server_message(exc: Exception) -> str:
-    message = getattr(exc, "server_message", None) or str(exc)
-    return " ".join(message.split())[:200]
-
-
-def _redact(text: str, token: str) -> str:
-    return " ".join(text.replace(token, "***").split())
-
-
-def is_client_error(exc: Exception) -> bool:
-    """Whether ``exc`` came from talking to the Hub (HTTP, network, validation) rather than a bug here."""
-    from huggingface_hub.errors import HfHubHTTPError, HFValidationError
-
-    try:
-        import httpx2 as transport
-    except ImportError:  # older huggingface_hub releases run over httpx
-        import httpx as transport
-    return isinstance(exc, (HfHubHTTPError, HFValidationError, transport.TransportError, OSError))
-
-
-class HubClient:
-    """The Hub calls ichor makes (here and in the publish stage), with errors turned into ShareError lines."""
-
-    def __init__(self, token: str, env: str, endpoint: str | None):
-        from huggingface_hub import HfApi
-
-        self.api = HfApi(endpoint=endpoint, token=token, library_name="ichor")
-        self.token, self.env, self.endpoint = token, env, self.api.endpoint
-        self.repo_id: str | None = None
-
-    def call(self, fn, *args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            if not is_client_error(exc):
-                raise
-            raise hub_error(exc, self.token, self.env, self.repo_id, self.endpoint) from None
-
-    def owner(self) -> str:
-        return self.call(self.api.whoami)["name"]
-
-    def ensure_repo(self, repo_id: str, private: bool) -> tuple[bool, bool]:
-        """Create the repository if needed; return (its private flag, whether it already existed)."""
-        from huggingface_hub.errors import RepositoryNotFoundError
-
-        self.repo_id = repo_id
-        try:
-            info = self.api.repo_info(repo_id, repo_type="dataset")
-            return bool(info.private), True
-        except RepositoryNotFoundError:
-            pass
-        except Exception as exc:
-            if not is_client_error(exc):
-                raise
-            raise hub_error(exc, self.token, self.env, repo_id, self.endpoint) from None
-        self.call(self.api.create_repo, repo_id, repo_type="dataset", private=private, exist_ok=True)
-        return private, False
-
-    def files(self, repo_id: str) -> set[str]:
-        return set(self.call(self.api.list_repo_files, repo_id, repo_type="dataset"))
-
-    def head(self, repo_id: str) -> str:
-        return self.call(self.api.repo_info, repo_id, repo_type="dataset").sha
-
-    def read_json(self, repo_id: str, path: str) -> dict:
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-        url = hf_hub_url(repo_id, path, repo_type="dataset", endpoint=self.endpoint)
-        response = self.call(get_session().get, url, headers=build_hf_headers(token=self.token))
-        self.call(hf_raise_for_status, response)
-        try:
-            data = json.loads(response.content)
-        except ValueError:
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def commit(self, repo_id: str, files: dict[str, bytes], message: str) -> str:
-        from huggingface_hub import CommitOperationAdd
-
-        ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in files.items()]
-        info = self.call(self.api.create_commit, repo_id, ops, commit_message=message, repo_type="dataset")
-        return info.oid
 
 
 # ---- the dataset card ---------------------------------------------------------------------------
@@ -334,11 +226,18 @@ def share_queued(store: Store, *, endpoint: str | None = None, batch_size: int =
     rows = [share_row(p) for p in queued]
     _check_leaks(queued, rows)
 
-    hub = HubClient(token, env, endpoint)
-    repo_id = name if "/" in name else f"{hub.owner()}/{name}"
-    want_private = store.get_setting("visibility", "private") != "public"
-    private, existed = hub.ensure_repo(repo_id, want_private)
-    result = ShareResult(repo_id=repo_id, private=private, visibility_kept=existed and private != want_private)
+    hub = Hub(token, env, endpoint)
+    repo_id = hub.repo_id(name)
+    want_private = settings.get(store, "visibility") != "public"
+    try:
+        repo = hub.ensure_repo(repo_id, want_private)
+    except PublicRepoRefused:
+        raise ShareError(
+            f"{repo_id} is public on the Hub but your visibility setting is private: nothing was uploaded "
+            "(make it private on the Hub, or set visibility to public to share there)"
+        ) from None
+    private = repo.private
+    result = ShareResult(repo_id=repo_id, private=private, visibility_kept=repo.existed and private != want_private)
 
     in_repo = hub.files(repo_id)
     present = _present_uids(in_repo)
@@ -351,7 +250,7 @@ def share_queued(store: Store, *, endpoint: str | None = None, batch_size: int =
 
     index = hub.read_json(repo_id, INDEX_FILE) if INDEX_FILE in in_repo else {}
     index = {uid: v for uid, v in index.items() if uid in present}
-    license_id = store.get_setting("license", DEFAULT_LICENSE) or DEFAULT_LICENSE
+    license_id = settings.get(store, "license") or DEFAULT_LICENSE
     for batch in _batches(todo, batch_size):
         files = {pair_path(p.uid): _encode(row) for p, row in batch}
         index.update({p.uid: {"kind": p.kind, "label": p.label} for p, _ in batch})

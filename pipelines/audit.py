@@ -9,6 +9,10 @@
 Reads the user's pairs and/or the bundled samples as ``data.include_samples`` says, prints which it used
 (and a warning below ``data.min_pairs``), and streams ``--out`` one record at a time (only a digest per
 record is kept, for duplicates), writing the counts and the data version to ``--metrics``.
+
+When the plugin's pair store is visible (``$HERMES_HOME/plugin-data/ichor/ichor.db``), a file whose pair
+that store no longer has (discarded, forgotten, or made pending again) is dropped and counted; files of
+pairs the store never held (another profile's) are left to the other checks.
 """
 
 from __future__ import annotations
@@ -108,6 +112,36 @@ def audit_records(records: Iterable[dict], stats: dict, fail_on_leak: bool = Tru
     stats["redactions"] = dict(sorted(stats["redactions"].items()))
 
 
+def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, batch: int = 500) -> Iterator[dict]:
+    """``records`` less those whose pair the store at ``store_file`` no longer has; counts them in ``stats``.
+
+    The store is opened read-only; when it can't be seen, nothing is dropped and ``stats`` says so.
+    """
+    from ichor.store import Store, StoreError
+
+    stats["dropped_not_in_store"] = 0
+    try:
+        store = Store(store_file, read_only=True)
+    except (StoreError, OSError) as exc:
+        stats["store"] = f"not checked: {exc}"
+        yield from records
+        return
+    stats["store"] = str(store_file)
+    with store:
+        pending: list[dict] = []
+        for record in [*records, None]:
+            if record is not None:
+                pending.append(record)
+            if pending and (record is None or len(pending) >= batch):
+                states = store.export_states(r["uid"] for r in pending)
+                for held in pending:
+                    if states.get(held["uid"]) in ("pending", "forgotten"):
+                        stats["dropped_not_in_store"] += 1
+                    else:
+                        yield held
+                pending = []
+
+
 def has_pairs(folder: Path) -> bool:
     return folder.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in folder.rglob("*.jsonl"))
 
@@ -154,19 +188,23 @@ def audit(paths, params: dict) -> dict:
     from itertools import chain
 
     from ichor.export import load_records
+    from ichor.paths import db_path
 
     data, settings = config_from(params, "data", DataParams), config_from(params, "audit", AuditParams)
     sources = pick_sources(Path(paths.pairs), Path(paths.samples), data.include_samples)
     stats: dict = {}
+    store_stats: dict = {}
     records = chain.from_iterable(load_records(folder) for folder, _ in sources)
+    records = without_forgotten(records, db_path(), store_stats)
     write_records(audit_records(records, stats, settings.fail_on_leak), paths.out)
-    stats["source"] = "+".join(kind for _, kind in sources)
+    stats.update(store_stats, source="+".join(kind for _, kind in sources))
     stats["data_version"] = data_version(Path(paths.pairs))
     write_json(paths.metrics, stats)
     used = " and ".join(f"{kind} ({folder})" for folder, kind in sources)
     print(
         f"audit: {stats['pairs_in']} pairs from {used} → {stats['pairs_out']} kept; "
-        f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical"
+        f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical; "
+        f"{stats['dropped_not_in_store']} dropped as no longer in the pair store ({stats['store']})"
     )
     if stats["pairs_out"] < data.min_pairs:
         print(

@@ -3,9 +3,15 @@
 With ``hub.push: false`` (the default) it only writes ``metrics/publish.json`` saying so: no token
 needed. With ``hub.push: true`` it commits ``data/export/dpo_train.jsonl`` and ``dpo_eval.jsonl``
 byte for byte as ``data/train.jsonl`` and ``data/eval.jsonl``, plus a dataset card, to
-``<token owner>/<hub.repo>`` (created ``hub.visibility``; an existing repository keeps its own),
-then tags that commit ``data-<first 12 hex of the md5 DVC recorded for data/export in dvc.lock>``.
-So ``load_dataset(repo, revision=TAG)`` loads exactly the rows that trained this run's adapter.
+``<token owner>/<hub.repo>`` (created ``hub.visibility``; an existing repository keeps its own, but a
+public one is refused while ``hub.visibility`` is private unless ``--allow-public``), then tags that
+commit ``data-<first 12 hex of the md5 DVC recorded for data/export in dvc.lock>``. So
+``load_dataset(repo, revision=TAG)`` loads exactly the rows that trained this run's adapter. When the
+workspace has a default DVC remote, the same data version is pushed there too (``dvc push data/export``).
+
+The Hub calls go through ``ichor.hub.Hub``, the client ``ichor share`` uses: bounded in time, one line
+per error, never the token. ``hub.visibility`` here governs ``publish`` only; ``ichor share`` follows
+the plugin's own ``visibility`` setting.
 
 ``--dry-run DIR`` writes the would-be commit (files, card, tag name in ``commit.json``) to DIR and
 touches neither the Hub nor the metrics.
@@ -19,8 +25,10 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ichor.share import HubClient, ShareError, card_front_matter
+from ichor.hub import Hub, HubError, PublicRepoRefused, one_line
+from ichor.share import card_front_matter
 from pipelines.common import PipelineError, parse_config, run, section, write_json
 
 EXPORT_OUT = "data/export"
@@ -33,6 +41,9 @@ class PublishConfig:
     push: bool = field(default=False, metadata={"help": "push to the Hub (hub.push); false writes the metric only"})
     repo: str = field(default="ichor-dpo", metadata={"help": "dataset name (token owner's namespace) or NS/NAME"})
     visibility: str = field(default="private", metadata={"help": "private | public, for a new repository"})
+    allow_public: bool = field(
+        default=False, metadata={"help": "push even to an existing public repository while visibility is private"}
+    )
     token_env: str = field(default="HF_TOKEN", metadata={"help": "environment variable holding the token"})
     endpoint: str = field(default="", metadata={"help": "Hub URL; empty = $HF_ENDPOINT or huggingface.co"})
     export_dir: str = field(default=EXPORT_OUT, metadata={"help": "the export folder to publish"})
@@ -181,62 +192,82 @@ def write_dry_run(folder: str, files: dict[str, bytes], manifest: dict) -> None:
 # ---- the Hub ------------------------------------------------------------------------------------
 
 
-class _Hub(HubClient):
-    """The share client, plus tags; its one-line errors become pipeline errors."""
+def open_hub(config: PublishConfig) -> Hub:
+    token = os.environ.get(config.token_env, "").strip()
+    if not token:
+        raise PipelineError(
+            f"hub.push is true but ${config.token_env} is empty: export {config.token_env}=hf_… "
+            "(a token with write access), or set hub.push: false"
+        )
+    try:
+        return Hub(token, config.token_env, config.endpoint or None)
+    except HubError as exc:
+        raise PipelineError(str(exc)) from None
 
-    def __init__(self, config: PublishConfig):
-        token = os.environ.get(config.token_env, "").strip()
-        if not token:
-            raise PipelineError(
-                f"hub.push is true but ${config.token_env} is empty: export {config.token_env}=hf_… "
-                "(a token with write access), or set hub.push: false"
-            )
-        super().__init__(token, config.token_env, config.endpoint or None)
 
-    def call(self, fn, *args, **kwargs):
+def push_to_hub(config: PublishConfig, hub: Hub, tag: str) -> dict[str, Any]:
+    """Create or check the repository and commit and tag the data, unless the tag is already there."""
+    repo_id = hub.repo_id(config.repo)
+    files, rows = build_commit(config, repo_id, tag)
+    try:
+        state = hub.ensure_repo(repo_id, config.visibility == "private", allow_public=config.allow_public)
+    except PublicRepoRefused:
+        raise PipelineError(
+            f"{repo_id} is public on the Hub but hub.visibility is private: nothing was pushed "
+            "(make it private on the Hub, or pass --allow-public)"
+        ) from None
+    result: dict[str, Any] = {
+        "pushed": True,
+        "repo": repo_id,
+        "revision": None,
+        "tag": tag,
+        "rows": sum(rows.values()),
+        "splits": rows,
+        "private": state.private,
+    }
+    if state.private != (config.visibility == "private"):
+        result["note"] = f"{repo_id} already existed as {'private' if state.private else 'public'}; left as it was"
+    existing = hub.tag_target(repo_id, tag)
+    if existing:
+        result.update(pushed=False, revision=existing, reason=f"{tag} is already on the Hub: same data, not pushed")
+        return result
+    present = hub.files(repo_id)
+    stale = [p for p in OWNED_PATHS if p in present and p not in files]
+    oid = hub.commit(repo_id, files, f"ichor publish {tag}", delete=stale)
+    hub.tag(repo_id, tag, oid, f"ichor data version {tag}")
+    result["revision"] = oid
+    return result
+
+
+def push_to_dvc_remote(export_dir: str) -> dict | None:
+    """Push the export's data version to the workspace's default DVC remote; None when there is none."""
+    try:
+        from dvc.exceptions import DvcException, NotDvcRepoError  # type: ignore[import-untyped]
+        from dvc.repo import Repo  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    try:
+        root = Repo.find_root(str(Path(export_dir).resolve().parent))
+    except NotDvcRepoError:
+        return None
+    with Repo(root) as repo:
+        remote = repo.config["core"].get("remote")
+        if not remote:
+            return None
         try:
-            return super().call(fn, *args, **kwargs)
-        except ShareError as exc:
-            raise PipelineError(str(exc)) from None
-
-    def repo_id_for(self, name: str) -> str:
-        self.repo_id = name if "/" in name else f"{self.owner()}/{name}"
-        return self.repo_id
-
-    def create_or_open(self, private: bool) -> bool:
-        """Create the repository if missing; return whether it is private."""
-        self.call(self.api.create_repo, self.repo_id, repo_type="dataset", private=private, exist_ok=True)
-        return bool(self.call(self.api.repo_info, self.repo_id, repo_type="dataset").private)
-
-    def tag_target(self, tag: str) -> str | None:
-        refs = self.call(self.api.list_repo_refs, self.repo_id, repo_type="dataset")
-        return next((t.target_commit for t in refs.tags if t.name == tag), None)
-
-    def push(self, files: dict[str, bytes], tag: str) -> str:
-        from huggingface_hub import CommitOperationAdd, CommitOperationDelete
-
-        present = set(self.call(self.api.list_repo_files, self.repo_id, repo_type="dataset"))
-        ops = [CommitOperationAdd(path_in_repo=p, path_or_fileobj=data) for p, data in files.items()]
-        ops += [CommitOperationDelete(path_in_repo=p) for p in OWNED_PATHS if p in present and p not in files]
-        info = self.call(
-            self.api.create_commit, self.repo_id, ops, commit_message=f"ichor publish {tag}", repo_type="dataset"
-        )
-        self.call(
-            self.api.create_tag,
-            self.repo_id,
-            tag=tag,
-            revision=info.oid,
-            repo_type="dataset",
-            tag_message=f"ichor data version {tag}",
-        )
-        return info.oid
+            pushed = repo.push(targets=[str(Path(export_dir).resolve())])
+        except DvcException as exc:
+            raise PipelineError(
+                f"dvc push of {export_dir} to remote {remote!r} failed: {one_line(str(exc))}"
+            ) from None
+    return {"remote": remote, "pushed": pushed}
 
 
 def publish(config: PublishConfig) -> dict:
     if config.visibility not in ("private", "public"):
         raise PipelineError(f"hub.visibility must be private or public, not {config.visibility!r}")
     if not config.push and not config.dry_run:
-        result = {
+        result: dict[str, Any] = {
             "pushed": False,
             "reason": "hub.push is false in params.yaml",
             "repo": config.repo,
@@ -268,30 +299,18 @@ def publish(config: PublishConfig) -> dict:
         print(f"publish: dry run, {manifest['rows']} rows tagged {tag} written to {config.dry_run}")
         return manifest
 
-    hub = _Hub(config)
-    repo_id = hub.repo_id_for(config.repo)
-    files, rows = build_commit(config, repo_id, tag)
-    private = hub.create_or_open(config.visibility == "private")
-    result = {
-        "pushed": True,
-        "repo": repo_id,
-        "revision": None,
-        "tag": tag,
-        "rows": sum(rows.values()),
-        "splits": rows,
-        "private": private,
-        "tag_source": source,
-    }
-    if private != (config.visibility == "private"):
-        result["note"] = f"{repo_id} already existed as {'private' if private else 'public'}; left as it was"
-    existing = hub.tag_target(tag)
-    if existing:
-        result.update(pushed=False, revision=existing, reason=f"{tag} is already on the Hub: same data, not pushed")
-    else:
-        result["revision"] = hub.push(files, tag)
+    hub = open_hub(config)
+    dvc_remote = push_to_dvc_remote(config.export_dir)  # first: a failed push leaves nothing tagged on the Hub
+    try:
+        result = push_to_hub(config, hub, tag)
+    except HubError as exc:
+        raise PipelineError(str(exc)) from None
+    result["tag_source"] = source
+    if dvc_remote:
+        result["dvc_remote"] = dvc_remote
     write_json(config.metrics, result)
     print(
-        f"publish: {result['rows']} rows → {repo_id} @ {tag} ({result['revision'][:12]})"
+        f"publish: {result['rows']} rows → {result['repo']} @ {tag} ({result['revision'][:12]})"
         + ("" if result["pushed"] else " — already there")
     )
     return result

@@ -1,332 +1,336 @@
-"""Stage `rl`: sample fresh answers to the users' prompts with IchorEnv and measure its reward.
+"""Stage `rl`: GRPO on the users' corrections with TRL's GRPOTrainer + PEFT, then base, DPO and GRPO compared.
 
-1. Serve the trained policy (``models/base`` + ``models/adapter``, merged into a temp folder because
-   ``transformers serve`` cannot load a LoRA adapter) with ``transformers serve`` on 127.0.0.1, or
-   use ``rl.server`` when it is a URL of any OpenAI-compatible server (vLLM, SGLang, ...).
-2. Run ``envs/atropos/ichor_env.py process`` for ``rl.steps`` groups of ``rl.group_size``.
-3. Run ``ichor_env.py evaluate``: the reward's pairwise accuracy on the held-out pairs, next to the
-   string-similarity baseline measured in the same run, and the policy's win rate vs the rejected answer.
-4. Stop the server, whatever happened (its whole process group).
+Run it under accelerate (``dvc.yaml`` does)::
 
-Writes ``data/rl/rollouts.jsonl`` + ``rollouts.html`` (Atropos' viewer), ``data/rl/eval/`` and
-``metrics/rl.json``.
+    accelerate launch --config_file configs/accelerate/cpu.yaml -m pipelines.rl --base models/base \\
+        --dpo models/dpo --pairs data/export/atropos/pairs.jsonl --out models/grpo
+
+1. Train. The policy is the DPO adapter, trained further (``rl.start_from: dpo``), or a fresh LoRA on the base
+   (``base``, with ``params.yaml``'s ``lora:``). ``GRPOConfig(**params["grpo"])``; the reward is ``ichor.reward``
+   with ``reward.weights``, one TRL reward function per term that weighs something (TRL logs each), the weights as
+   ``reward_weights``. Dataset columns ``accepted``, ``rejected`` and ``user_said`` reach the reward. The KL
+   reference is the base model (the adapter switched off). On CUDA with vLLM installed, generation uses vLLM
+   (``use_vllm``, colocated) unless params say otherwise; on CPU, plain ``generate``.
+2. Measure (``pipelines.rl_measure``): base, DPO and GRPO sampled on held-out prompts, best-of-n, win rates by the
+   correction checks, Kendall τ of the reward vs the checks, each with its n.
+
+Writes the adapter (``--out``), ``--samples-dir`` (``samples.jsonl`` and an ``atropos_env/`` exported with the
+same reward weights) and ``--metrics``.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import json
-import os
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.common import PipelineError, parse_config, run, section, write_json
+from pipelines.common import PipelineError, load_params, read_jsonl, run, section, write_json
 
-ENV_SCRIPT = Path(__file__).resolve().parent.parent / "envs" / "atropos" / "ichor_env.py"
-WEIGHT_TERMS = ("anchor", "embedding", "preference", "judge", "truncation", "repetition")
+LEGACY_LORA_KEYS = {"alpha": "lora_alpha", "dropout": "lora_dropout"}
 
 
-@dataclass
-class RLConfig:
-    server: str = field(
-        default="transformers",
-        metadata={
-            "help": "`transformers` to serve base+adapter on 127.0.0.1, or the /v1 URL of an OpenAI-compatible server"
-        },
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--params", default="params.yaml", help="grpo:, reward:, rl: and lora: come from here")
+    parser.add_argument("--base", default="models/base", help="the base model folder")
+    parser.add_argument("--dpo", default="models/dpo", help="the DPO adapter (start point and a compared policy)")
+    parser.add_argument("--pairs", default="data/export/atropos/pairs.jsonl", help="exported pairs with user_said")
+    parser.add_argument("--out", default="models/grpo", help="where the GRPO adapter goes")
+    parser.add_argument("--samples-dir", default="data/rl", help="held-out samples and the exported atropos_env/")
+    parser.add_argument("--metrics", default="metrics/rl.json", help="the stage's figures")
+    return parser.parse_args(argv)
+
+
+# --------------------------------------------------------------------------------------------- reward
+
+
+def reward_functions(reward, max_completion_length: int) -> tuple[list, list[float]]:
+    """One TRL reward function per term with a weight, and those weights; TRL passes dataset columns as kwargs."""
+    from ichor.reward import TERMS, Item, Rollout
+
+    def make(term: str):
+        def score(prompts, completions, completion_ids, accepted, rejected, user_said, **_):
+            out = []
+            for prompt, completion, ids, acc, rej, said in zip(
+                prompts, completions, completion_ids, accepted, rejected, user_said, strict=True
+            ):
+                item = Item.from_row({"prompt": prompt, "accepted": acc, "rejected": rej, "user_said": said})
+                text = completion if isinstance(completion, str) else completion[-1]["content"]
+                reason = "length" if len(ids) >= max_completion_length else "stop"
+                out.append(reward.term(term, item, [Rollout(text, reason)])[0])
+            return out
+
+        score.__name__ = term
+        return score
+
+    active = [t for t in TERMS if reward.weights[t]]
+    return [make(t) for t in active], [reward.weights[t] for t in active]
+
+
+# ---------------------------------------------------------------------------------------------- model
+
+
+def load_pairs(path: str, split: str) -> list[dict]:
+    if not Path(path).is_file():
+        raise PipelineError(f"{path}: no exported pairs (run the export stage first)")
+    rows = [r for r in read_jsonl(path) if r.get("split", "train") == split]
+    return rows
+
+
+def lora_config(params: dict):
+    from peft import LoraConfig
+
+    lora = {LEGACY_LORA_KEYS.get(k, k): v for k, v in section(params, "lora").items()}
+    return LoraConfig(task_type="CAUSAL_LM", **lora)
+
+
+def policy_model(params: dict, base: str, dpo: str, cuda: bool):
+    """(model, peft_config): the DPO adapter made trainable, or the base with a LoRA config for TRL to apply."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    if not (Path(base) / "config.json").is_file():
+        raise PipelineError(f"{base}: no base model (run the base_model stage first)")
+    start_from = str(section(params, "rl").get("start_from", "dpo"))
+    if start_from not in ("dpo", "base"):
+        raise PipelineError(f"params.yaml: rl.start_from must be dpo or base, not {start_from!r}")
+    dtype = torch.bfloat16 if cuda and torch.cuda.is_bf16_supported() else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+    if start_from == "base":
+        return model, lora_config(params), start_from
+    if not (Path(dpo) / "adapter_config.json").is_file():
+        raise PipelineError(f"{dpo}: no DPO adapter (run the train stage, or set rl.start_from: base)")
+    from peft import PeftModel
+
+    return PeftModel.from_pretrained(model, dpo, is_trainable=True), None, start_from
+
+
+def grpo_args(params: dict, out: str, cuda: bool, reward_weights: list[float]):
+    """``GRPOConfig(**params["grpo"])`` plus what the stage decides: device, precision, vLLM, no checkpoints."""
+    import torch
+    from trl import GRPOConfig
+
+    grpo = dict(section(params, "grpo"))
+    vllm = cuda and importlib.util.find_spec("vllm") is not None
+    grpo.setdefault("use_vllm", vllm)
+    if grpo["use_vllm"]:
+        grpo.setdefault("vllm_mode", "colocate")
+    bf16 = cuda and torch.cuda.is_bf16_supported()
+    return GRPOConfig(
+        output_dir=out,
+        report_to="none",
+        save_strategy="no",
+        use_cpu=not cuda,
+        bf16=bf16,
+        fp16=cuda and not bf16,
+        reward_weights=reward_weights,
+        dataloader_num_workers=0,
+        **grpo,
     )
-    model_name: str = field(default="", metadata={"help": "model name at a URL server (empty: its first model)"})
-    steps: int = field(default=4, metadata={"help": "groups to collect"})
-    group_size: int = field(default=4, metadata={"help": "rollouts per prompt"})
-    max_tokens: int = field(default=64, metadata={"help": "max new tokens per rollout"})
-    temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
-    eval_neighbours: int = field(default=4, metadata={"help": "other pairs used as anchors when measuring"})
-    eval_samples: int = field(default=1, metadata={"help": "policy answers per held-out prompt (win rate)"})
-    weight_anchor: float = 1.0
-    weight_embedding: float = 1.0
-    weight_preference: float = 1.0
-    weight_judge: float = 0.0
-    weight_truncation: float = 0.5
-    weight_repetition: float = 0.5
-    base: str = field(default="models/base", metadata={"help": "the base model folder"})
-    adapter: str = field(default="models/adapter", metadata={"help": "the LoRA adapter (skipped if absent)"})
-    pairs: str = field(default="data/export/atropos/pairs.jsonl", metadata={"help": "IchorEnv's items"})
-    out_dir: str = field(default="data/rl", metadata={"help": "rollouts and eval output"})
-    metrics: str = field(default="metrics/rl.json", metadata={"help": "the stage's figures"})
-    startup_timeout: int = field(default=600, metadata={"help": "seconds to wait for the server"})
-
-    @classmethod
-    def from_params(cls, params: dict) -> RLConfig:
-        rl, weights = section(params, "rl"), (section(params, "reward").get("weights") or {})
-        known = {
-            f: rl[f]
-            for f in (
-                "server",
-                "model_name",
-                "steps",
-                "group_size",
-                "max_tokens",
-                "temperature",
-                "eval_neighbours",
-                "eval_samples",
-            )
-            if f in rl
-        }
-        unknown = set(weights) - set(WEIGHT_TERMS)
-        if unknown:
-            raise PipelineError(
-                f"params.yaml: unknown reward.weights {', '.join(sorted(unknown))} (known: {', '.join(WEIGHT_TERMS)})"
-            )
-        return cls(
-            **{k: (str(v) if k in ("server", "model_name") else v) for k, v in known.items()},
-            **{f"weight_{t}": float(w) for t, w in weights.items()},
-        )
 
 
-# ------------------------------------------------------------------------------------------- server
+def reward_recorder():
+    """A callback keeping TRL's logged reward (and each term's) per step."""
+    from transformers import TrainerCallback
+
+    class RewardRecorder(TrainerCallback):
+        def __init__(self):
+            self.points: list[dict] = []
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logs = logs or {}
+            if "reward" in logs:
+                keep = {k: round(float(v), 4) for k, v in logs.items() if k.startswith(("reward", "rewards/", "kl"))}
+                self.points.append({"step": state.global_step, **keep})
+
+    return RewardRecorder()
 
 
-def free_port() -> int:
-    import socket
+def build_trainer(params: dict, args: argparse.Namespace, callbacks=()):
+    import torch
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOTrainer
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from ichor.reward import reward_from_spec, spec_from_params
+
+    cuda = torch.cuda.is_available()
+    rows = load_pairs(args.pairs, "train")
+    if not rows:
+        raise PipelineError(f"{args.pairs}: no train rows")
+    reward = reward_from_spec(spec_from_params(params))
+    max_len = int(section(params, "grpo").get("max_completion_length", 256))
+    funcs, weights = reward_functions(reward, max_len)
+    if not funcs:
+        raise PipelineError("params.yaml: every reward.weights term is 0; GRPO would learn nothing")
+    tokenizer = AutoTokenizer.from_pretrained(args.base)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model, peft_config, start_from = policy_model(params, args.base, args.dpo, cuda)
+    dataset = Dataset.from_list(
+        [
+            {
+                "prompt": r["messages"],
+                "accepted": r["accepted"],
+                "rejected": r["rejected"],
+                "user_said": r.get("user_said") or "",
+            }
+            for r in rows
+        ]
+    )
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=funcs,
+        args=grpo_args(params, args.out, cuda, weights),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=list(callbacks),
+    )
+    return trainer, reward, start_from
 
 
-def policy_folder(base: Path, adapter: Path, workdir: Path) -> Path:
-    """What `transformers serve` loads: base + adapter merged (it cannot load a LoRA adapter), or links to
-    the base's files when there is no adapter; either way with sampling on in generation_config.json,
-    because `transformers serve` samples only when the model's config says so, and a greedy policy
-    gives ``group_size`` identical answers, hence groups without signal."""
-    if not (base / "config.json").is_file():
-        raise PipelineError(f"{base}: no model there (run `dvc repro base_model` first)")
-    out = workdir / "policy"
+# -------------------------------------------------------------------------------------------- measure
+
+
+def measure(params: dict, args: argparse.Namespace, reward, trainer) -> tuple[dict, list[dict]]:
+    """Base, DPO (when there is one) and the GRPO adapter just trained, sampled on the held-out prompts."""
+    import torch
+    from peft import PeftModel
+
+    from ichor.reward import Item
+    from pipelines import rl_measure
+
+    rl = section(params, "rl")
+    rows = load_pairs(args.pairs, "eval")[: int(rl.get("eval_prompts", 16))]
+    if not rows:
+        return {"prompts": 0, "note": "no held-out (eval split) pairs: nothing measured"}, []
+    n = int(rl.get("samples", 4))
+    grpo = section(params, "grpo")
+    max_new, temperature = int(grpo.get("max_completion_length", 64)), float(grpo.get("temperature", 1.0))
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if not isinstance(model, PeftModel):
+        raise PipelineError("the trained policy is not a PEFT model")
+    names = ["base"]
+    if (Path(args.dpo) / "adapter_config.json").is_file():
+        model.load_adapter(args.dpo, adapter_name="dpo")
+        names.append("dpo")
+    model.load_adapter(args.out, adapter_name="grpo")
+    names.append("grpo")
+    model.eval()
+    if getattr(model, "is_gradient_checkpointing", False):
+        model.gradient_checkpointing_disable()
+    tokenizer = trainer.processing_class
+    items = [Item.from_row(r) for r in rows]
+    scored, samples = {}, []
+    for name in names:
+        torch.manual_seed(int(grpo.get("seed", 0)))
+        with rl_measure.policy(model, name) as active:
+            groups = rl_measure.sample(active, tokenizer, [r["messages"] for r in rows], n, max_new, temperature)
+        scored[name] = [rl_measure.score(reward, item, group) for item, group in zip(items, groups, strict=True)]
+        for row, group in zip(rows, scored[name], strict=True):
+            samples += [{"uid": row.get("uid"), "policy": name, **vars(s)} for s in group]
+    return rl_measure.report(scored, reward.weights["judge"] != 0), samples
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def checks_coverage(dataset) -> int:
+    """How many training rows yield at least one correction check (the checks term is 0 on the others)."""
+    from ichor.reward import Item, item_checks
+
+    return sum(1 for row in dataset if item_checks(Item.from_row(row)))
+
+
+def rl(args: argparse.Namespace) -> dict | None:
+    from ichor.atropos_export import write_atropos_env
+    from ichor.reward import spec_from_params
+
+    params = load_params(args.params)
+    recorder = reward_recorder()
+    trainer, reward, start_from = build_trainer(params, args, [recorder])
+    start = time.perf_counter()
+    trainer.train()
+    train_s = time.perf_counter() - start
+    trainer.save_model(args.out)
+    trainer.accelerator.wait_for_everyone()
+    if not trainer.is_world_process_zero():
+        return None
+    covered = checks_coverage(trainer.train_dataset)
+    if not covered:
+        print("rl: warning: no train pair yields a correction check (is user_said exported?); the checks term was 0")
+    held_out, samples = measure(params, args, reward, trainer)
+    out = Path(args.samples_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if (adapter / "adapter_config.json").is_file():
-        import torch
-        from peft import PeftModel
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32)
-        PeftModel.from_pretrained(model, adapter).merge_and_unload().save_pretrained(out)
-        AutoTokenizer.from_pretrained(base).save_pretrained(out)
-    else:
-        print(f"rl: no adapter in {adapter}, serving the base model", file=sys.stderr)
-        for item in base.iterdir():
-            if item.name != "generation_config.json":
-                (out / item.name).symlink_to(item.resolve())
-    gen_file = base / "generation_config.json"
-    gen = json.loads(gen_file.read_text()) if gen_file.is_file() else {}
-    gen["do_sample"] = True
-    (out / "generation_config.json").unlink(missing_ok=True)
-    (out / "generation_config.json").write_text(json.dumps(gen, indent=2))
-    return out
-
-
-def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise PipelineError(f"the policy server exited with status {proc.returncode} before it was ready", code=1)
-        try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
-                if resp.status == 200:
-                    return
-        except OSError:
-            time.sleep(1.0)
-    raise PipelineError(f"the policy server was not ready after {timeout:.0f} s", code=1)
-
-
-def start_transformers_serve(model_dir: Path, port: int, log: Path, timeout: float) -> subprocess.Popen:
-    """`transformers serve` pinned to ``model_dir``, on 127.0.0.1 only, in its own process group."""
-    exe = Path(sys.executable).with_name("transformers")
-    cmd = [
-        str(exe),
-        "serve",
-        str(model_dir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--device",
-        "cpu",
-        "--log-level",
-        "warning",
-        "--default-seed",
-        "0",
-    ]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        wait_ready(f"http://127.0.0.1:{port}/health", proc, timeout)
-    except BaseException:
-        stop(proc)
-        raise
-    return proc
-
-
-def stop(proc: subprocess.Popen | None) -> None:
-    """SIGTERM the server's process group, SIGKILL it if it lingers."""
-    if proc is None or proc.poll() is not None:
-        return
-    for sig, grace in ((signal.SIGTERM, 15), (signal.SIGKILL, 5)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def first_model(base_url: str) -> str:
-    try:
-        with urllib.request.urlopen(f"{base_url.rstrip('/')}/models", timeout=30) as resp:
-            return json.load(resp)["data"][0]["id"]
-    except (OSError, KeyError, IndexError, ValueError) as exc:
-        raise PipelineError(f"{base_url}: cannot list its models ({exc}); set rl.model_name", code=1) from None
-
-
-# ---------------------------------------------------------------------------------------------- env
-
-
-def env_args(config: RLConfig, base_url: str, model_name: str, tokenizer: str) -> list[str]:
-    args = [
-        "--env.use_wandb",
-        "false",
-        "--env.pairs_path",
-        config.pairs,
-        "--env.tokenizer_name",
-        tokenizer,
-        "--env.group_size",
-        str(config.group_size),
-        "--env.max_tokens",
-        str(config.max_tokens),
-        "--env.temperature",
-        str(config.temperature),
-        "--env.eval_neighbours",
-        str(config.eval_neighbours),
-        "--env.eval_samples",
-        str(config.eval_samples),
-        "--openai.base_url",
-        base_url,
-        "--openai.model_name",
-        model_name,
-        "--openai.api_key",
-        "local",
-        "--openai.server_type",
-        "openai",
-        "--openai.health_check",
-        "false",
-        "--openai.n_kwarg_is_ignored",
-        "true",
-    ]
-    for term in WEIGHT_TERMS:
-        args += [f"--env.weight_{term}", str(getattr(config, f"weight_{term}"))]
-    return args
-
-
-def run_env(mode: str, args: list[str], log: Path) -> None:
-    env = {**os.environ, "WANDB_MODE": "disabled", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    with log.open("w") as fh:
-        done = subprocess.run(
-            [sys.executable, str(ENV_SCRIPT), mode, *args], stdout=fh, stderr=subprocess.STDOUT, env=env
-        )
-    if done.returncode != 0:
-        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise PipelineError(f"IchorEnv {mode} failed (exit {done.returncode}): {tail[0][:300]} — see {log}", code=1)
-
-
-def summarise(rollouts: Path, eval_metrics: Path, server: str) -> dict:
-    groups = [json.loads(line) for line in rollouts.read_text().splitlines() if line.strip()]
-    raw = [o["raw_score"] for g in groups for o in (g.get("overrides") or []) if "raw_score" in o]
-    results = json.loads(eval_metrics.read_text())["results"]["all"]
-    terms = ("anchor", "embedding", "preference", "judge", "truncation", "repetition")
-    return {
-        "groups": len(groups),
-        "rollouts": sum(len(g["tokens"]) for g in groups),
-        "mean_score": sum(raw) / len(raw) if raw else 0.0,
-        "reward_pairwise_accuracy": results["eval/reward_pairwise_accuracy"],
-        "win_rate_vs_rejected": results["eval/win_rate_vs_rejected"],
-        "baseline_string_similarity_accuracy": results["eval/baseline_string_similarity_accuracy"],
-        "eval_pairs": results["eval/pairs"],
-        "per_term": {
-            t: {"accuracy": results[f"eval/accuracy_{t}"], "ties": results[f"eval/ties_{t}"]}
-            for t in terms
-            if f"eval/accuracy_{t}" in results
+    (out / "samples.jsonl").write_text("".join(json.dumps(s) + "\n" for s in samples), encoding="utf-8")
+    write_atropos_env(out, pairs=args.pairs, reward_spec=spec_from_params(params))
+    steps = trainer.state.global_step
+    metrics = {
+        "train": {
+            "start_from": start_from,
+            "steps": steps,
+            "train_rows": len(trainer.train_dataset),
+            "train_rows_with_checks": covered,
+            "wall_s": round(train_s, 2),
+            "steps_per_s": round(steps / train_s, 4) if train_s else None,
+            "generation": "vllm" if trainer.args.use_vllm else "transformers",
+            "reward_weights": {k: v for k, v in reward.weights.items() if v},
+            "reward_by_step": recorder.points,
         },
-        "server": server,
+        "held_out": held_out,
     }
-
-
-def rl(config: RLConfig) -> dict:
-    if not Path(config.pairs).is_file():
-        raise PipelineError(f"{config.pairs}: no exported pairs (run `dvc repro export` first)")
-    out = Path(config.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    rollouts = out / "rollouts.jsonl"
-    rollouts.unlink(missing_ok=True)
-    proc = None
-    with tempfile.TemporaryDirectory(prefix="ichor-rl-") as tmp:
-        try:
-            if config.server == "transformers":
-                model_dir = policy_folder(Path(config.base), Path(config.adapter), Path(tmp))
-                port = free_port()
-                print(f"rl: serving {model_dir} with `transformers serve` on 127.0.0.1:{port}", file=sys.stderr)
-                proc = start_transformers_serve(model_dir, port, out / "server.log", config.startup_timeout)
-                base_url, model_name, tokenizer = f"http://127.0.0.1:{port}/v1", str(model_dir), str(model_dir)
-            elif config.server.startswith(("http://", "https://")):
-                base_url = config.server.rstrip("/")
-                model_name = config.model_name or first_model(base_url)
-                tokenizer = config.base
-            else:
-                raise PipelineError(f"rl.server must be `transformers` or an http(s) URL, not {config.server!r}")
-            args = env_args(config, base_url, model_name, tokenizer)
-            print(f"rl: collecting {config.steps} groups of {config.group_size}", file=sys.stderr)
-            run_env(
-                "process",
-                [
-                    *args,
-                    "--env.total_steps",
-                    str(config.steps),
-                    "--env.max_passes",
-                    "1",
-                    "--env.data_path_to_save_groups",
-                    str(rollouts),
-                ],
-                out / "process.log",
-            )
-            print("rl: measuring the reward on the held-out pairs", file=sys.stderr)
-            run_env("evaluate", [*args, "--env.data_dir_to_save_evals", str(out / "eval")], out / "evaluate.log")
-        finally:
-            stop(proc)
-    if not rollouts.is_file():
-        raise PipelineError("IchorEnv wrote no rollouts (every group had equal scores?)", code=1)
-    metrics = summarise(rollouts, out / "eval" / "metrics.json", config.server)
-    write_json(config.metrics, metrics)
+    write_json(args.metrics, metrics)
+    print(one_line(metrics))
     return metrics
 
 
+def one_line(metrics: dict) -> str:
+    train, held = metrics["train"], metrics["held_out"]
+    head = f"rl: {train['steps']} GRPO steps from {train['start_from']} in {train['wall_s']} s"
+    if not held.get("prompts"):
+        return head + "; no held-out prompts"
+    parts = []
+    for name, fig in held["policies"].items():
+        sat = fig["correction_satisfaction"]
+        shown = "n/a" if sat["mean"] is None else f"{sat['mean']:.2f} (n={sat['n']})"
+        parts.append(f"{name} reward {fig['reward']['mean']:+.2f} satisfaction {shown}")
+    return f"{head}; {held['prompts']} held-out prompts: " + "; ".join(parts)
+
+
+def _figure(fig: dict, key: str = "mean") -> str:
+    value = fig.get(key)
+    if value is None:
+        return f"n/a (n={fig['n']})"
+    ci = fig.get("ci95")
+    return f"{value:+.2f} [{ci[0]:+.2f}, {ci[1]:+.2f}] (n={fig['n']})" if ci else f"{value:+.2f} (n={fig['n']})"
+
+
+def summary_rows(metrics: dict) -> list[tuple[str, str]]:
+    """The summary table's rl lines: training, then per policy reward and satisfaction, win rates, hacking."""
+    train, held = metrics["train"], metrics["held_out"]
+    rows = [("GRPO steps, start, wall", f"{train['steps']} from {train['start_from']}, {train['wall_s']} s")]
+    if not held.get("prompts"):
+        return [*rows, ("held-out", "no held-out prompts: nothing measured")]
+    for name, fig in held["policies"].items():
+        rows.append((f"{name}: reward", _figure(fig["reward"])))
+        rows.append((f"{name}: correction satisfaction", _figure(fig["correction_satisfaction"])))
+    for pair, rate in held["win_rate_by_checks"].items():
+        shown = "n/a" if rate["win_rate"] is None else f"{rate['win_rate']:.2f} {rate['ci95']}"
+        rows.append((f"win rate by checks {pair}", f"{shown} ({rate['wins']}-{rate['losses']}, {rate['ties']} ties)"))
+    suspected = [name for name, fig in held["policies"].items() if (fig.get("hacking") or {}).get("suspected")]
+    rows.append(("best-of-n hacking suspected", ", ".join(suspected) or "none"))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
-    # SIGTERM (a CI timeout, `kill`) becomes SystemExit, so the `finally` that stops the server runs.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    args = parse_args(argv)
 
     def body() -> None:
-        config = parse_config(RLConfig, argv, __doc__.splitlines()[0])
-        m = rl(config)
-        print(
-            f"rl: {m['groups']} groups, mean reward {m['mean_score']:+.3f}; reward pairwise accuracy "
-            f"{m['reward_pairwise_accuracy']:.3f} vs string similarity "
-            f"{m['baseline_string_similarity_accuracy']:.3f} "
-            f"on {m['eval_pairs']} held-out pairs; win rate vs rejected {m['win_rate_vs_rejected']:.3f}"
-        )
+        rl(args)
 
     return run(body)
 

@@ -114,7 +114,14 @@ def table(metrics: dict[str, dict]) -> list[tuple[str, str]]:
                 lines.append((f"{stage}: {name}", fmt(metrics[stage])))
             except (KeyError, TypeError):
                 lines.append((f"{stage}: {name}", "?"))
-    for stage in sorted(set(metrics) - {row[0] for row in ROWS}):
+    if "rl" in metrics:
+        from pipelines.rl import summary_rows
+
+        try:
+            lines += [(f"rl: {name}", value) for name, value in summary_rows(metrics["rl"])]
+        except (KeyError, TypeError):
+            lines.append(("rl", "?"))
+    for stage in sorted(set(metrics) - {row[0] for row in ROWS} - {"rl"}):
         flat = {k: v for k, v in metrics[stage].items() if isinstance(v, (int, float, str, bool)) and v is not None}
         if flat:
             lines.append((stage, ", ".join(f"{k}={v}" for k, v in list(flat.items())[:4])))

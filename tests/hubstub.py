@@ -12,6 +12,10 @@ Failure switches, for tests that simulate trouble:
 * ``hold_commit_at = N``: the N-th commit is applied, then ``committed`` is set and the answer waits
   for ``release`` — the window in which a test kills the client.
 * ``down = True``: every connection is closed without an answer.
+* ``hang = True``: every request is read and never answered (until ``release`` is set, as ``stop`` does);
+  ``hang_on = (METHOD, path prefix)``: only matching requests are.
+* ``answers = {(METHOD, path prefix): (status, body bytes, headers)}``: a canned answer, well-formed or not,
+  for matching requests; everything else is served as usual.
 
 Tokens: ``tokens = {token: (user, "write" | "read")}``; unknown tokens get 401, read tokens 403 on writes.
 Only the token's presence is recorded in ``requests``, never its value.
@@ -109,6 +113,9 @@ class Hub:
         self.committed = threading.Event()
         self.release = threading.Event()
         self.down = False
+        self.hang = False
+        self.hang_on: tuple[str, str] | None = None
+        self.answers: dict[tuple[str, str], tuple[int, bytes, dict]] = {}
         self.requests: list[tuple[str, str, bool]] = []
         self.resent: list[str] = []  # paths a client offered again though the revision already held them
 
@@ -261,6 +268,13 @@ class Handler(BaseHTTPRequestHandler):
         query = parse_qs(url.query)
         hub.requests.append((method, url.path, "Authorization" in self.headers))
         body = self._body() if method in ("POST", "PUT") else b""
+        if hub.hang or (hub.hang_on and method == hub.hang_on[0] and url.path.startswith(hub.hang_on[1])):
+            hub.release.wait(60)
+            self.close_connection = True
+            return
+        for (want_method, prefix), (status, canned, headers) in hub.answers.items():
+            if method == want_method and url.path.startswith(prefix):
+                return self._send(status, canned, headers, head=method == "HEAD")
         try:
             self._route(method, segs, query, body)
         except HubError as exc:

@@ -1,6 +1,6 @@
-"""IchorEnv end to end on real atroposlib: `process` and `evaluate` against a loopback OpenAI stub,
-`serve` through `run-api --host 127.0.0.1` to a fake trainer, the exported folder on its own,
-and the rl stage stopping its server when the env fails."""
+"""IchorEnv end to end on real atroposlib: `process` and `evaluate` against a loopback OpenAI stub, with
+params.yaml's or the exported folder's reward weights; `serve` through `run-api --host 127.0.0.1` to a fake
+trainer that applies a policy-gradient step to a tiny torch model."""
 
 import json
 import os
@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from ichor.reward import Item, Reward, Rollout, load_spec
 from tests.atropos_stub import PAIRS, build_tokenizer, free_port, start_stub, write_pairs
+
+WEIGHTS = {"checks": 2.0, "difference": 0.5, "truncation": 1.5, "echo": 1.0}  # not the defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV_SCRIPT = ROOT / "envs" / "atropos" / "ichor_env.py"
@@ -57,10 +60,19 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def write_params(folder: Path, weights: dict) -> Path:
+    import yaml
+
+    path = folder / "params.yaml"
+    path.write_text(yaml.safe_dump({"reward": {"weights": weights}}))
+    return path
+
+
 def test_process_writes_groups_of_int_tokens_with_masked_prompts_and_spread(tmp_path, stub, tokenizer):
     from transformers import AutoTokenizer
 
     pairs = write_pairs(tmp_path / "pairs.jsonl")
+    write_params(tmp_path, WEIGHTS)  # picked up from the working directory, as `dvc repro`'s workspace has it
     out = tmp_path / "out" / "groups.jsonl"
     env_run(
         ENV_SCRIPT,
@@ -95,22 +107,24 @@ def test_process_writes_groups_of_int_tokens_with_masked_prompts_and_spread(tmp_
             assert masks[: len(prompt)] == [-100] * len(prompt)
             assert masks[len(prompt) :] == tokens[len(prompt) :]
             assert messages[0]["content"] in prompts and prompts[messages[0]["content"]]["split"] == "train"
-        # the canned answer equal to the accepted one is ranked first whenever it is in the group
+        # the raw rewards are params.yaml's weights applied by ichor.reward, nothing else
         texts = [m[-1]["content"] for m in group["messages"]]
-        accepted = prompts[group["messages"][0][0]["content"]]["accepted"]
-        if accepted in texts:
-            assert max(range(4), key=group["scores"].__getitem__) == texts.index(accepted)
+        reasons = [o["finish_reason"] for o in group["overrides"]]
+        item = Item.from_row(prompts[group["messages"][0][0]["content"]])
+        expected = Reward(WEIGHTS).score(item, [Rollout(t, r) for t, r in zip(texts, reasons, strict=True)])
+        assert [o["raw_score"] for o in group["overrides"]] == pytest.approx(expected)
 
 
-def test_exported_folder_runs_evaluate_on_its_own(tmp_path, stub, tokenizer):
+def test_exported_folder_runs_evaluate_on_its_own_with_the_weights_it_was_exported_with(tmp_path, stub, tokenizer):
     from ichor.atropos_export import write_atropos_env
 
     export = tmp_path / "export"
     write_pairs(export / "atropos" / "pairs.jsonl")
-    folder = write_atropos_env(export)
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "ichor_env.py", "pairs.jsonl", "reward.py"]
-    assert (folder / "reward.py").read_bytes() == (ROOT / "envs" / "atropos" / "reward.py").read_bytes()
-    elsewhere = tmp_path / "elsewhere"  # no repo on the path: only the folder's own files
+    spec = load_spec(write_params(tmp_path, WEIGHTS))
+    folder = write_atropos_env(export, reward_spec=spec)
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "ichor_env.py", "pairs.jsonl", "reward.json"]
+    assert load_spec(folder / "reward.json") == spec
+    elsewhere = tmp_path / "elsewhere"  # no repo and no params.yaml here: only the folder's own files
     elsewhere.mkdir()
     env_run(
         folder / "ichor_env.py",
@@ -122,17 +136,30 @@ def test_exported_folder_runs_evaluate_on_its_own(tmp_path, stub, tokenizer):
         str(tmp_path / "eval"),
     )
     metrics = json.loads((tmp_path / "eval" / "metrics.json").read_text())["results"]["all"]
-    assert metrics["eval/pairs"] == 1
-    for key in (
-        "eval/reward_pairwise_accuracy",
-        "eval/baseline_string_similarity_accuracy",
-        "eval/win_rate_vs_rejected",
-        "eval/accuracy_embedding",
-        "eval/accuracy_preference",
-    ):
-        assert 0.0 <= metrics[key] <= 1.0
+    assert metrics["eval/prompts"] == 1 and metrics["eval/answers"] == 1 and metrics["eval/answers_with_checks"] == 1
+    assert 0.0 <= metrics["eval/correction_satisfaction"] <= 1.0
     samples = read_jsonl(tmp_path / "eval" / "samples.jsonl")
     assert len(samples) == 1 and samples[0]["uid"] == "p4"
+    held_out = Item.from_row(PAIRS[3])
+    answer = Rollout(samples[0]["response"], samples[0]["finish_reason"])
+    assert samples[0]["reward"] == pytest.approx(Reward(WEIGHTS).score(held_out, [answer])[0])
+    assert samples[0]["reward"] != pytest.approx(Reward().score(held_out, [answer])[0])  # the defaults differ
+
+
+def test_tokenize_rollout_gives_int_lists_and_masks_the_prompt(tokenizer):
+    from transformers import AutoTokenizer
+
+    from envs.atropos.ichor_env import tokenize_rollout
+
+    tok = AutoTokenizer.from_pretrained(tokenizer)
+    messages = [{"role": "user", "content": "install the dependencies of my project"}]
+    tokens, masks = tokenize_rollout(tok, messages, "Run npm install.")
+    prompt = tok.apply_chat_template(messages, tokenize=True, add_generation_prompt=True, return_dict=False)
+    assert isinstance(tokens, list) and all(type(t) is int for t in tokens)
+    assert len(masks) == len(tokens)
+    assert masks[: len(prompt)] == [-100] * len(prompt)
+    assert masks[len(prompt) :] == tokens[len(prompt) :] and all(m != -100 for m in masks[len(prompt) :])
+    assert tok.decode(tokens[len(prompt) :]).startswith("Run npm install.")
 
 
 def _get(url: str):
@@ -167,7 +194,31 @@ def _kill(proc: subprocess.Popen):
             proc.wait()
 
 
-def test_serve_through_run_api_reaches_a_fake_trainer(tmp_path, stub, tokenizer):
+def policy_gradient_step(batch: list[dict], vocab: int) -> float:
+    """What a GRPO trainer does with a batch, on a tiny torch model: z-normalise the scores inside each group
+    and raise the log-probability of the trained (unmasked) tokens in proportion. Returns how far the
+    weights moved."""
+    import torch
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(vocab, 8), torch.nn.Linear(8, vocab))
+    before = [p.detach().clone() for p in model.parameters()]
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = torch.zeros(())
+    for group in batch:
+        scores = torch.tensor(group["scores"], dtype=torch.float32)
+        advantages = (scores - scores.mean()) / (scores.std() + 1e-6)
+        for tokens, masks, advantage in zip(group["tokens"], group["masks"], advantages, strict=True):
+            ids = torch.tensor(tokens)
+            logp = torch.log_softmax(model(ids[:-1]), -1).gather(-1, ids[1:, None])[:, 0]
+            trained = torch.tensor(masks[1:]) != -100
+            loss = loss - advantage * logp[trained].sum()
+    loss.backward()
+    optimiser.step()
+    return sum(float((p.detach() - b).abs().sum()) for p, b in zip(model.parameters(), before, strict=True))
+
+
+def test_serve_through_run_api_feeds_a_fake_trainer_that_updates_a_model(tmp_path, stub, tokenizer):
     pairs = write_pairs(tmp_path / "pairs.jsonl")
     port = free_port()
     api_url = f"http://127.0.0.1:{port}"
@@ -237,74 +288,10 @@ def test_serve_through_run_api_reaches_a_fake_trainer(tmp_path, stub, tokenizer)
         group = batch[0]
         assert all(type(t) is int for t in group["tokens"][0]) and len(group["masks"][0]) == len(group["tokens"][0])
         assert sum(len(g["tokens"]) for g in batch) >= 4 and len(set(group["scores"])) > 1
+        from transformers import AutoTokenizer
+
+        assert policy_gradient_step(batch, len(AutoTokenizer.from_pretrained(tokenizer))) > 0.0
     finally:
         for proc in (serve, api):
             if proc is not None:
                 _kill(proc)
-
-
-def _alive(pid: int) -> bool:
-    """Running, not merely a zombie waiting for a parent that never reaps (PID 1 in some containers)."""
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.1)
-    return True
-
-
-def test_rl_stage_stops_its_server_when_the_env_fails(tmp_path, monkeypatch):
-    from pipelines import rl as stage
-    from pipelines.common import PipelineError
-
-    pairs = write_pairs(tmp_path / "pairs.jsonl")
-    started = {}
-
-    def fake_serve(model_dir, port, log, timeout):  # a stand-in server process with a child of its own
-        proc = subprocess.Popen(
-            ["sh", "-c", "sleep 300 & echo $!; wait"], stdout=subprocess.PIPE, text=True, start_new_session=True
-        )
-        started["proc"], started["child"] = proc, int(proc.stdout.readline())
-        return proc
-
-    def failing_env(mode, args, log):
-        raise PipelineError("IchorEnv process failed (exit 1): boom", code=1)
-
-    monkeypatch.setattr(stage, "policy_folder", lambda base, adapter, tmp: tmp_path)
-    monkeypatch.setattr(stage, "start_transformers_serve", fake_serve)
-    monkeypatch.setattr(stage, "run_env", failing_env)
-    config = stage.RLConfig(pairs=str(pairs), out_dir=str(tmp_path / "rl"), metrics=str(tmp_path / "rl.json"))
-    with pytest.raises(PipelineError, match="boom"):
-        stage.rl(config)
-    assert started["proc"].poll() is not None
-    assert not _alive(started["child"])  # the whole group went, the server's own child included
-    assert not (tmp_path / "rl.json").exists()
-
-
-def test_policy_folder_turns_sampling_on_and_merges_an_adapter(tmp_path):
-    from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForCausalLM
-
-    from ichor.testing.tiny_model import build_tiny_model
-    from pipelines.rl import policy_folder
-
-    base = build_tiny_model(tmp_path / "base")
-    plain = policy_folder(base, tmp_path / "no-adapter", tmp_path / "w1")
-    assert json.loads((plain / "generation_config.json").read_text())["do_sample"] is True
-    assert "do_sample" not in json.loads((base / "generation_config.json").read_text())  # base left alone
-    assert (plain / "model.safetensors").resolve() == (base / "model.safetensors").resolve()
-
-    model = AutoModelForCausalLM.from_pretrained(base)
-    lora = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
-    lora.save_pretrained(tmp_path / "adapter")
-    merged = policy_folder(base, tmp_path / "adapter", tmp_path / "w2")
-    assert json.loads((merged / "generation_config.json").read_text())["do_sample"] is True
-    assert not (merged / "model.safetensors").is_symlink() and (merged / "tokenizer.json").is_file()
-    reloaded = AutoModelForCausalLM.from_pretrained(merged)
-    original = AutoModelForCausalLM.from_pretrained(base)
-    name = "model.layers.0.self_attn.q_proj.weight"
-    assert not reloaded.state_dict()[name].equal(original.state_dict()[name])  # the adapter is in the weights

@@ -58,6 +58,13 @@ def test_undo_then_new_ask_pairs_undone_answer():
     assert (got.pair.rejected, got.pair.accepted, got.pair.user_said) == ("ls", "ls -S", "list them biggest first")
 
 
+def test_only_the_detectors_decisions_are_left_for_stage_two():
+    said_so = two_turns(Tracker(), history(ASK, "ls"), history(ASK, "ls", CORRECTION, "ls -lhS"))
+    retried = two_turns(Tracker(), history("a", "1", ASK, "ls"), history("a", "1", ASK, "ls -la"))
+    undone = two_turns(Tracker(), history("a", "1", ASK, "ls"), history("a", "1", "biggest first", "ls -S"))
+    assert (said_so.detected, retried.detected, undone.detected) == (True, False, False)
+
+
 def test_heavy_shrink_is_never_an_undo():
     tracker = Tracker()
     long = history("a", "1", "b", "2", "c", "3", ASK, "ls")
@@ -100,8 +107,46 @@ def test_sessions_are_independent_and_forgotten():
     got = tracker.observe(turn(history(ASK, "ls", CORRECTION, "ls -lhS"), session="a"))
     assert got is not None and got.pair.session_id == "a"
     tracker.forget_session("a")
-    later = history(ASK, "ls", CORRECTION, "ls -lhS", CORRECTION, "ls -lhSr")
-    assert tracker.observe(turn(later, session="a")) is None
+    assert len(tracker) == 1
+    resumed = history(ASK, "ls", CORRECTION, "ls -lhS", "thanks", "welcome")
+    assert tracker.observe(turn(resumed, session="a")) is None  # rebuilt from the history, nothing to pair
+    assert len(tracker) == 2
+
+
+def test_a_fresh_tracker_rebuilds_the_previous_exchange_from_the_history():
+    """A restarted process, ``hermes chat -r SESSION`` or a one-shot ``-q`` turn: nothing is remembered."""
+    got = Tracker().observe(turn(history("hi", "Hello!", ASK, "ls", CORRECTION, "ls -lhS")))
+    assert got is not None
+    pair = got.pair
+    assert (pair.kind, pair.rejected, pair.accepted, pair.user_said) == ("correction", "ls", "ls -lhS", CORRECTION)
+    assert pair.prompt == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "Hello!"},
+        {"role": "user", "content": ASK},
+    ]
+
+
+def test_a_rebuilt_exchange_takes_the_final_answer_after_tool_calls():
+    msgs = history(ASK) + [
+        {"role": "assistant", "content": "let me look", "tool_calls": [{"id": "1"}]},
+        {"role": "tool", "content": "a.txt b.txt"},
+        {"role": "assistant", "content": "ls"},
+        {"role": "user", "content": CORRECTION},
+        {"role": "assistant", "content": "ls -lhS"},
+    ]
+    got = Tracker().observe(Turn("s", "cli", CORRECTION, "ls -lhS", msgs))
+    assert got is not None and (got.pair.rejected, got.pair.accepted) == ("ls", "ls -lhS")
+
+
+def test_a_resent_message_in_the_history_is_a_retry_after_a_restart():
+    got = Tracker().observe(turn(history(ASK, "ls", ASK, "ls -la")))
+    assert got is not None and (got.pair.kind, got.pair.rejected, got.pair.accepted) == ("retry", "ls", "ls -la")
+
+
+def test_nothing_to_rebuild_makes_no_pair():
+    assert Tracker().observe(turn(history(ASK, "ls"))) is None  # the first turn
+    unanswered = history(ASK) + [{"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls -lhS"}]
+    assert Tracker().observe(turn(unanswered)) is None  # the previous turn never got an answer
 
 
 def test_tool_calls_and_multimodal_content_are_read_as_text():

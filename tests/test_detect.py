@@ -1,266 +1,210 @@
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ichor import detect as D
+from ichor import detect_model, detect_refit
 from ichor.detect import MAX_CHARS, Detection, detect, mistake_label
 
 CODE_ANSWER = (
-    "I updated `parser.py` so that `load_config()` reads the TOML file.\n```python\ndef load_config(): ...\n```"
+    "I updated `parser.py` so that `load_config()` reads the TOML file.\n```python\ndef load_config():\n"
+    "    return tomllib.loads(Path('config.toml').read_text())\n```"
 )
-NEW_ANSWER = "Here is the change you asked for."
+REQUEST = "make the config loader read toml"
 
 
-def kind(user, prev_user="make the config loader read toml", prev_assistant=CODE_ANSWER, assistant=NEW_ANSWER):
-    return detect(prev_user, prev_assistant, user, assistant)
+def decide(user, prev_user=REQUEST, prev_assistant=CODE_ANSWER, assistant=None, threshold="standalone"):
+    return detect(prev_user, prev_assistant, user, assistant, threshold=threshold)
 
 
-# ------------------------------------------------------------------------------ corrections
+# Clear cases of each kind the labelling rules name, written for these tests (not taken from the data).
+# The model is statistical: each class must be decided right in most of its shapes, not in every one.
+POSITIVES = {
+    "rejection": [
+        "no, that's wrong, I wanted it in yaml",
+        "that is not what I asked for",
+        "wrong, the port is 8080 not 3000",
+    ],
+    "still failing": [
+        "it still fails with the same error",
+        "still not working, nothing changed",
+        "the build still doesn't work after your change",
+    ],
+    "pasted error from the change": [
+        'Traceback (most recent call last):\n  File "parser.py", line 3, in load_config\n'
+        "    return tomllib.loads(Path('config.toml').read_text())\nNameError: name 'tomllib' is not defined",
+        'parser.py:3:12: error: Name "tomllib" is not defined  [name-defined]\nFound 1 error in 1 file',
+    ],
+    "ignored instruction": [
+        "I said only touch the config loader, you forgot to keep the old json path working",
+        "you ignored what I told you: don't use tomllib, use the toml package instead",
+    ],
+    "other language": [
+        "non, ça ne marche toujours pas, la même erreur",
+        "还是不对，配置文件仍然没有生效",
+    ],
+}
+NEGATIVES = {
+    "new request": [
+        "great, now add a --verbose flag to the cli",
+        "next, write a unit test for the config loader",
+        "now add a README section that documents the config file",
+    ],
+    "thanks": ["thanks, that works perfectly", "perfect, thank you!"],
+    "answer to the assistant's question": ["yes", "option 2 please"],
+    "continue": ["continue", "go on"],
+}
+ASKING = "Done. Would you like me to also add a default config file, or pick one of these options: 1, 2 or 3?"
 
 
-def test_rejecting_openers_are_corrections():
-    for user in (
-        "no, I wanted it in yaml",
-        "wrong, the port is 8080",
-        "actually the limit is 50 not 20",
-        "not what I asked for",
-        "you forgot the tests",
-        "I said tabs, not spaces",
-        "that's the wrong file",
-    ):
-        got = kind(user)
-        assert got.kind == "correction", user
-        assert "opener" in got.layers
+def _share_right(cases: list[str], want: bool, **kw) -> float:
+    return sum(decide(u, **kw).is_correction == want for u in cases) / len(cases)
 
 
-def test_still_failing_reports_are_corrections():
-    for user in ("it still fails on startup", "nothing changed after that", "the build doesn't work now"):
-        got = kind(user)
-        assert got.kind == "correction", user
-        assert "still" in got.layers
+@pytest.mark.parametrize("name", sorted(POSITIVES))
+def test_clear_corrections_of_each_kind_are_found(name):
+    assert _share_right(POSITIVES[name], True) >= 0.6, [(u, decide(u)) for u in POSITIVES[name]]
 
 
-def test_short_redirects_are_corrections():
-    for user in ("use pnpm instead of npm", "please revert that change", "don't use regex here"):
-        got = kind(user)
-        assert got.kind == "correction", user
-        assert "redirect" in got.layers
-
-
-def test_pasted_error_naming_the_changed_code_is_a_correction():
-    user = 'Traceback (most recent call last):\n  File "parser.py", line 3, in load_config\nNameError: toml'
-    got = kind(user)
-    assert got.kind == "correction"
-    assert "failure" in got.layers
-
-
-def test_assistant_admitting_a_mistake_marks_a_correction():
-    got = kind("the header is gone from the page", assistant="You're right, I removed the header by mistake.")
-    assert got.kind == "correction"
-    assert "ack" in got.layers
-
-
-def test_failure_reported_in_words_after_an_edit_is_a_correction():
-    for user in (
-        "I get this error when I start it: KeyError 'port'",
-        "an error pops up as soon as I launch the app",
-        "now I have: cannot find module toml",
-        "it hangs at the loading step",
-        "there's an error in parser.py on startup",
-        "ça plante au démarrage",
-    ):
-        got = kind(user)
-        assert got.kind == "correction", user
-        assert "failure" in got.layers, user
-
-
-def test_error_the_assistant_asked_for_is_not_a_pair():
-    asked = CODE_ANSWER + "\nIf it still fails, please paste the full error output here."
-    got = kind("I get this error: KeyError 'port' in main", prev_assistant=asked)
-    assert "failure" not in got.layers
-    assert got.kind == "none"
-
-
-def test_error_after_an_answer_without_edits_is_not_a_failure_report():
-    got = kind("I get an error when I start the server", prev_assistant="You could try another port.")
-    assert "failure" not in got.layers
-    assert got.kind == "none"
-
-
-def test_complaints_without_an_opener_are_corrections():
-    for user in (
-        "it should only show the active tab",
-        "rewrite the loader so that it does not read the env file",
-        "are you sure? the docs say the default is 30",
-        "move the logo a bit more to the left",
-        "list ALL the endpoints please",
-        "please use SEARCH/REPLACE blocks for that",
-        "请直接修改文件",
-        "但是按钮仍然不显示",
-        "the toolbar no longer shows up",
-    ):
-        got = kind(user)
-        assert got.kind == "correction", user
-        assert {"complaint", "still"} & set(got.layers), user
-
-
-def test_new_requests_with_should_or_caps_are_not_pairs():
-    for user in (
-        "add a settings page; there should be a save button at the bottom",
-        "create a new endpoint for the user list",
-        "thanks! now add a dark mode toggle",
-        "Add an API for orders that returns JSON",
-    ):
-        assert kind(user).kind == "none", user
-
-
-def test_positive_has_a_short_label():
-    got = kind("it still fails on startup")
-    assert got.label == "still failing"
-    assert 2 <= len(got.label.split()) <= 4
-
-
-# ----------------------------------------------------------------------------------- retries
+@pytest.mark.parametrize("name", sorted(NEGATIVES))
+def test_clear_non_corrections_of_each_kind_are_left_alone(name):
+    prev = ASKING if name == "answer to the assistant's question" else CODE_ANSWER
+    assert _share_right(NEGATIVES[name], False, prev_assistant=prev) >= 0.6
 
 
 def test_identical_resend_is_a_retry_whitespace_and_case_aside():
-    got = detect(
-        "Fix the login bug", "Try clearing the cache.", "  fix the   LOGIN bug \n", "Let me check the session code."
-    )
-    assert got.kind == "retry"
-    assert got.label == "identical re-send"
-    assert got.is_correction
-
-
-def test_close_rephrasing_is_a_retry():
-    got = detect(
-        "show the user list in the table on the admin page",
-        "I added a table component.",
-        "show the user list from the api in the admin page table",
-        "I wired the API call into the table.",
-    )
-    assert got.kind == "retry"
-
-
-def test_request_reworded_from_the_same_words_is_a_retry():
-    for prev, user in (
-        ("list the orders of the current customer in the sidebar", "show current customer orders in the sidebar list"),
-        ("make the export button download a csv file", "the export button should download csv file"),
-    ):
-        got = detect(prev, "I added an export helper.", user, "Let me wire the button.")
-        assert got.kind == "retry", user
-        assert "reworded" in got.layers, user
-
-
-def test_reworded_rule_skips_questions_and_new_requests():
-    prev = "list the orders of the current customer in the sidebar"
-    # a question about the same thing is a question, not a re-send
-    got = detect(prev, "I added the list.", "how are the customer orders sorted in the sidebar?", "By date.")
-    assert "reworded" not in got.layers
-    # a follow-up that brings new words is a new request
-    got = detect(prev, "I added the list.", "add paging and a search box above the order list", "Sure.")
-    assert "reworded" not in got.layers
-    assert got.kind == "none"
-
-
-LONG_SPEC = (
-    "Rewrite the invoice exporter so that totals are rounded to cents, the currency code comes from the "
-    "customer record, the header row names every column, dates use the ISO format, the file name carries "
-    "the invoice number and the exporter never writes an empty trailing line."
-)
-EDIT_OF_SPEC = (
-    "I updated `exporter.py`: totals are rounded to cents, the currency code comes from the customer record, the "
-    "header row names every column, dates use the ISO format and the file name carries the invoice number.\n"
-    "```python\ndef export(invoice): ...\n```"
-)
-
-
-def test_long_block_restating_the_last_edit_is_a_correction():
-    user = (
-        "Please redo exporter.py. Totals must be rounded to cents, the currency code must come from the customer "
-        "record, the header row must name every column, dates must use the ISO format, the file name must carry "
-        "the invoice number, and the exporter must never write an empty trailing line."
-    )
-    got = detect(LONG_SPEC, EDIT_OF_SPEC, user, "I'll fix the exporter.")
-    assert got.kind == "correction"
-    assert "restated" in got.layers
-
-
-def test_long_new_block_or_restatement_without_an_edit_is_not_restated():
-    new_block = (
-        "Next, build a reminder mailer: every Monday it collects overdue accounts, groups them by sales region, "
-        "renders one summary email per region manager with links to each account page, retries failed "
-        "deliveries twice and logs delivery results into the audit table for later review."
-    )
-    got = detect(LONG_SPEC, EDIT_OF_SPEC, new_block, "Sure, here is the mailer.")
-    assert "restated" not in got.layers
-    assert got.kind == "none"
-    # the same restatement after a plain-text answer (nothing was edited) is not judged by this rule
-    got = detect(
-        LONG_SPEC, "Rounding to cents is a good idea; the ISO format is common.", LONG_SPEC + " Thanks.", "Ok."
-    )
-    assert "restated" not in got.layers
-
-
-def test_claim_echoed_back_as_a_question_is_a_dispute():
-    got = detect(
-        "which planet should I look for tonight?",
-        "Look for Venus, the largest planet, low in the west after sunset.",
-        "Venus is the largest planet? I thought that was Jupiter.",
-        "You are right, Jupiter is the largest.",
-    )
-    assert got.kind == "correction"
-    assert "dispute" in got.layers
-
-
-def test_ordinary_questions_are_not_disputes():
-    prev = "Look for Venus, the largest planet, low in the west after sunset."
-    for user in (
-        "is Venus visible without a telescope?",
-        "what time does the sun set tonight?",
-        "the moon is full tonight?",
-    ):
-        got = detect("which planet should I look for tonight?", prev, user, "Yes.")
-        assert "dispute" not in got.layers, user
-
-
-# --------------------------------------------------------------------------------- non-pairs
-
-
-def test_bare_answer_to_the_assistants_question_is_not_a_pair():
-    for user in ("no", "yes", "y", "No, I don't think so."):
-        got = detect("book me a table", "Found one at 7pm. Would you like me to book it?", user, "Okay.")
-        assert got.kind == "none", user
-        assert got.label is None
-
-
-def test_thanks_and_praise_are_not_pairs():
-    for user in ("thanks, perfect", "great, thank you!", "works now, thanks"):
-        assert kind(user).kind == "none", user
-
-
-def test_continue_is_not_a_pair():
-    for user in ("continue", "please continue", "go on"):
-        assert kind(user).kind == "none", user
-
-
-def test_new_request_building_on_a_good_answer_is_not_a_pair():
-    got = kind("now add a --verbose flag to the cli", assistant="I'll add the flag to the argument parser.")
-    assert got.kind == "none"
-    assert not got.is_correction
-
-
-def test_unchanged_answer_is_not_a_pair():
-    got = detect("fix the bug", "Restart the server.", "no, that is wrong", "  restart the   server. ")
-    assert got.kind == "none"
-    assert got.layers == ("gate",)
+    got = decide("  Make the CONFIG loader read   toml ")
+    assert (got.kind, got.label, got.score) == ("retry", "identical re-send", 1.0)
 
 
 def test_repeated_continue_is_not_a_retry():
     assert detect("continue", "Step 2 done.", "continue", "Step 3 done.").kind == "none"
+
+
+def test_candidate_point_flags_at_least_what_standalone_flags():
+    model = detect_model.shipped()
+    for linear in model["models"].values():
+        assert linear["thresholds"]["candidate"] <= linear["thresholds"]["standalone"]
+    cases = [u for group in (*POSITIVES.values(), *NEGATIVES.values()) for u in group]
+    for user in cases:
+        if decide(user).is_correction:
+            assert decide(user, threshold="candidate").is_correction, user
+
+
+def test_explicit_threshold_is_a_probability():
+    user = "it still fails with the same error"
+    score = decide(user).score
+    assert decide(user, threshold=score - 1e-6).is_correction
+    assert not decide(user, threshold=min(1.0, score + 1e-6)).is_correction
+
+
+def test_the_reply_model_reads_the_assistants_apology():
+    user = "the header is gone from the page"
+    without = decide(user).score
+    apology = decide(user, assistant="You're right, I apologize: I removed the header by mistake. Here is the fix.")
+    assert apology.score > without
+
+
+def test_positive_has_a_short_label_and_negative_none():
+    for user in ("it still fails with the same error", "no, that's wrong, I wanted it in yaml"):
+        got = decide(user)
+        assert got.is_correction and 2 <= len(got.label.split()) <= 4
+    got = decide("great, now add a --verbose flag to the cli")
+    assert got.kind == "none" and got.label is None
+
+
+# ------------------------------------------------------------------------------ shipped model
+
+
+def test_shipped_model_has_both_input_shapes_and_thresholds():
+    on_disk = json.loads((Path(D.__file__).parent / "data" / "detector.json").read_text(encoding="utf-8"))
+    model = detect_model.shipped()
+    for name in ("reply", "no_reply"):
+        linear = model["models"][name]
+        assert len(linear["weights"]) > 100
+        assert 0.0 < linear["thresholds"]["standalone"] < 1.0
+        assert linear["weights"] == {int(k): v for k, v in on_disk["models"][name]["weights"].items()}
+        assert set(linear["precision"]) == set(linear["weights"])
+
+
+def test_model_choice_follows_whether_the_reply_is_known():
+    w = D.Window.of("a", "b", "c", None)
+    assert D.model_name(w) == "no_reply"
+    assert D.model_name(D.Window.of("a", "b", "c", "reply")) == "reply"
+
+
+def test_pure_python_scores_match_the_fitting_code():
+    pytest.importorskip("sklearn", reason="the fit extra (scikit-learn) is needed to compare with the fitting code")
+    from ichor import detect_fit as F
+
+    rows = [
+        {"prev_user": f"task {i}", "prev_assistant": "```py\nx = 1\n```", "user": u, "assistant": "ok", "source": s}
+        for i, (u, s) in enumerate(
+            [("it still fails", "a/x@1"), ("add a flag", "b/y@1"), ("still broken again", "c/z@1")] * 4
+            + [("now add tests", "a/x@1"), ("that's wrong", "b/y@1"), ("thanks, next add docs", "c/z@1")] * 4
+        )
+    ]
+    for row, y in zip(rows, [1, 0, 1] * 4 + [0, 1, 0] * 4, strict=True):
+        row["is_correction"] = bool(y)
+    ids, y, groups = F.featurise(rows, "reply"), F.labels(rows), [F.source_of(r) for r in rows]
+    cfg = F.Config(c=1.0, min_sources=1, balance="sqrt")
+    clf, column = F.estimator(ids, y, groups, cfg)
+    linear = F.to_linear(clf, column, ids, groups, cfg)
+    x = F.design(ids, column)
+    for row_ids, p in zip(ids, clf.predict_proba(x)[:, 1], strict=True):
+        assert detect_model.score(row_ids, linear) == pytest.approx(p, abs=1e-9)
+
+
+# ------------------------------------------------------------------------------ refit
+
+
+def _profile(tmp_path):
+    return SimpleNamespace(path=tmp_path / "ichor.db")
+
+
+ODD = "the zorblax panel has a purple glow"  # a phrasing the shipped model does not flag
+
+
+def test_refit_learns_a_profiles_own_corrections(tmp_path):
+    store = _profile(tmp_path)
+    before = detect(REQUEST, CODE_ANSWER, ODD, None, threshold="standalone")
+    assert not before.is_correction
+    for i in range(30):
+        detect_refit.note_decision(store, f"change the panel {i}", CODE_ANSWER, ODD, "Sorry, fixing it.", True)
+        detect_refit.note_decision(store, REQUEST, CODE_ANSWER, f"now add feature {i} to the panel", "Sure.", False)
+    report = detect_refit.refit(store)
+    assert report["decisions"] == 60 and report["positives"] == 30
+    after = detect(REQUEST, CODE_ANSWER, ODD, None, model_path=report["written"])
+    assert after.is_correction and after.score > before.score
+    assert report["models"]["no_reply"]["agree_after"] >= report["models"]["no_reply"]["agree_before"]
+    # the shipped model is untouched and stays the fallback
+    assert not detect(REQUEST, CODE_ANSWER, ODD, None).is_correction
+    assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=tmp_path / "missing.json") == before
+
+
+def test_decision_log_keeps_hashed_features_not_text(tmp_path):
+    store = _profile(tmp_path)
+    detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)
+    text = (tmp_path / detect_refit.DECISIONS).read_text()
+    assert "bluebird" not in text and "secret" not in text
+    assert detect_refit.load_decisions(store)[0]["y"] == 0
+
+
+def test_maybe_refit_waits_for_enough_new_decisions(tmp_path):
+    store = _profile(tmp_path)
+    for i in range(4):
+        detect_refit.note_decision(store, "p", "a", f"no, wrong {i}", "sorry", True)
+    assert detect_refit.maybe_refit(store, every=5) is None
+    detect_refit.note_decision(store, "p", "a", "now add docs", "sure", False)
+    assert detect_refit.maybe_refit(store, every=5)["decisions"] == 5
+    assert detect_refit.maybe_refit(store, every=5) is None  # nothing new since
+    with open(tmp_path / detect_refit.DECISIONS, "a") as fh:
+        fh.write('{"y": 1, "ids": ')  # a torn line after a crash is skipped
+    assert len(detect_refit.load_decisions(store)) == 5
 
 
 # ------------------------------------------------------------------------------ robustness
@@ -268,14 +212,10 @@ def test_repeated_continue_is_not_a_retry():
 
 def test_inputs_are_cut_to_max_chars():
     assert D.Window.of("", "", "x" * (MAX_CHARS + 500), "").user == "x" * MAX_CHARS
-    # a rejection beyond the cut is invisible to the detector
-    got = detect("fix it", "Done.", "a" * MAX_CHARS + " no, that is wrong", "ok")
-    assert got.kind == "none"
 
 
 def test_none_and_non_strings_do_not_raise():
-    got = detect(None, None, None, None)
-    assert got == Detection("none", None, 0.0, ("gate",))
+    assert detect(None, None, None, None) == Detection("none", None, 0.0, ("gate",))
     assert detect(1, 2.5, ["no"], {"a": 1}).kind in D.KINDS
 
 
@@ -308,12 +248,7 @@ def test_detect_never_raises(pu, pa, u, a):
     assert got.is_correction == (got.kind != "none")
     assert (got.label is None) == (got.kind == "none")
     assert 0.0 <= got.score <= 1.0
-
-
-def test_detect_does_not_rely_on_its_error_fallback():
-    # the fallback hides bugs: ordinary and odd inputs must go through the real layers
-    for args in (("", "", "no", ""), ("a", "b", "c", "d"), ("x", "y", "\x00\ud800", "z")):
-        assert "error" not in detect(*args).layers
+    assert "error" not in got.layers
 
 
 def test_mistake_label_uses_the_users_words():
@@ -323,14 +258,6 @@ def test_mistake_label_uses_the_users_words():
     assert mistake_label("hmm", "") == "rejected answer"
     for text in ("still broken", "nothing changed", "use X instead of Y", "", None):
         assert 2 <= len(mistake_label(text, None).split()) <= 4
-
-
-def test_shipped_weights_load_and_carry_a_threshold():
-    model = D.load_model()
-    assert model["weights"], "ichor/data/detector.json is missing or empty"
-    assert 0.0 < model["threshold"] <= 1.0
-    on_disk = json.loads((Path(D.__file__).parent / "data" / "detector.json").read_text(encoding="utf-8"))
-    assert on_disk["weights"] == model["weights"]
 
 
 @pytest.mark.parametrize(
@@ -347,3 +274,29 @@ def test_shipped_weights_load_and_carry_a_threshold():
 )
 def test_labels_name_the_kind_of_mistake_from_the_users_words(user, label):
     assert mistake_label(user, "") == label
+
+
+def test_card_decisions_feed_the_profiles_refit(tmp_path):
+    from ichor import commands
+    from ichor.store import NewPair, Store
+
+    store = Store(tmp_path / "ichor.db")
+    ids = []
+    for i in range(3):
+        new = NewPair(
+            kind="correction",
+            user_said=f"no, the port is {8000 + i}",
+            prompt=[{"role": "user", "content": "start the server"}],
+            rejected="Started on port 3000.",
+            accepted=f"Sorry, now on port {8000 + i}.",
+            session_id=f"s{i}",
+        )
+        ids.append(store.add_pair(new).id)
+    commands.decide(store, "keep", ids[0])
+    commands.decide(store, "share", ids[0])  # a second decision on the same pair replaces the first
+    commands.decide(store, "discard", ids[1])
+    decisions = detect_refit.load_decisions(store)
+    assert sorted(d["y"] for d in decisions) == [0, 1]
+    assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
+    commands.forget_all(store, ["yes"])
+    assert detect_refit.load_decisions(store) == []

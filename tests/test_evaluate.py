@@ -1,11 +1,8 @@
 import pytest
 
-from ichor import detect_fit
-from ichor.detect import Detection, detect_with, rules_only
-from ichor.evaluate import evaluate, format_report, wilson
+from ichor.detect import Detection
+from ichor.evaluate import evaluate, format_report, grouped_blocks, language_group, slice_of, wilson
 from tests.support import shared_data
-
-DEV_SET = "corrections-dev.jsonl"
 
 
 def test_wilson_matches_hand_computed_values():
@@ -64,24 +61,99 @@ def test_format_report_shows_every_row_with_intervals():
     assert "1.000 [0.21-1.00] (1/1)" in text
 
 
-def test_held_out_sources_meet_the_quality_target():
-    rows = detect_fit.load_rows(shared_data(DEV_SET))
-    cfg = detect_fit.FitConfig()
-    model, held_out = detect_fit.held_out_model(rows, cfg)
-    train_sources = {detect_fit.source_of(r) for r in rows} - {detect_fit.source_of(r) for r in held_out}
-    assert train_sources and held_out, "the split must leave both parts non-empty"
-    m = evaluate(held_out, detector=detect_with(model))
-    precision, recall = m["overall"]["precision"]["value"], m["overall"]["recall"]["value"]
-    assert precision >= 0.90, format_report(m)
-    # The issue asks for recall >= 0.80; on the held-out sources we measure 0.89 (17/19, see
-    # docs/detector.md). The floor sits a few points under it (one more miss still passes).
-    assert recall >= 0.84, format_report(m)
+def test_slices_and_language_groups():
+    assert slice_of({"id": "l5-0001", "source": "a/b@1:.specstory/x.md"}) == "agent transcripts"
+    assert slice_of({"id": "dev-0001", "source": "UKPLab/x@1:data/a.json#turn3"}) == "dialogue"
+    assert slice_of({"id": "l1-0001", "source": "a/b@1:.aider.chat.history.md"}) == "aider logs"
+    assert language_group("it still fails with the same error") == "English"
+    assert language_group("还是不对，配置文件没有生效") == "non-English"
+    assert language_group("non, ça ne marche pas avec le fichier de config") == "non-English"
+    assert language_group("NameError: name 'x' is not defined") == "English"
 
 
-def test_rules_over_every_source_keep_precision_and_recall():
-    # In-sample for the rules (written after reading the dev set), so this guards regressions only:
-    # measured P 0.943 (66/70), R 0.846 (66/78); floors a few points under.
-    rows = detect_fit.load_rows(shared_data(DEV_SET))
-    m = evaluate(rows, detector=rules_only)
-    assert m["overall"]["precision"]["value"] >= 0.92, format_report(m)
-    assert m["overall"]["recall"]["value"] >= 0.82, format_report(m)
+def test_grouped_blocks_count_each_group():
+    rows = [
+        {"id": "l1-1", "user": "still broken", "kind": "correction"},
+        {"id": "l5-1", "user": "还是不对", "kind": "correction"},
+        {"id": "l5-2", "user": "add a flag", "kind": "none"},
+    ]
+    blocks = grouped_blocks(rows, [True, False, True])
+    assert (blocks["all"]["tp"], blocks["all"]["fp"], blocks["all"]["fn"], blocks["all"]["n"]) == (1, 1, 1, 3)
+    assert (blocks["agent transcripts"]["fn"], blocks["agent transcripts"]["fp"]) == (1, 1)
+    assert blocks["non-English"]["n"] == 1 and blocks["aider logs"]["recall"]["value"] == 1.0
+
+
+def test_candidate_threshold_keeps_the_recall_asked_for():
+    from ichor.detect_fit import best_f1_threshold, recall_threshold
+
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
+    y = [1, 1, 0, 1, 0, 1, 0, 1, 0, 0]
+    forced = [None] * 10
+    t = recall_threshold(scores, y, forced, 0.8)
+    assert t == 0.4  # 4 of the 5 positives sit at or above 0.4
+    assert recall_threshold(scores, y, [True] + [None] * 9, 0.8) == 0.4  # a gated positive counts once
+    threshold, f1 = best_f1_threshold(scores, y, forced)
+    assert f1 == pytest.approx(2 * 5 / (2 * 5 + 3 + 0)) and threshold == 0.2
+
+
+@pytest.mark.slow
+def test_nested_cv_on_the_shared_data_is_out_of_source():
+    from ichor import detect_cv, detect_fit
+
+    rows = detect_fit.load_rows(shared_data("corrections-dev.jsonl"), shared_data("corrections-more.jsonl"))
+    grid = detect_fit.Grid(c=(0.3,), inner_folds=3)
+    result = detect_cv.nested_cv(rows, "no_reply", grid, outer_folds=3)
+    figures = detect_cv.report(rows, result)
+    for point in ("standalone", "candidate"):
+        assert figures[point]["all"]["n"] == len(rows)
+        for name in ("aider logs", "agent transcripts", "dialogue", "English", "non-English"):
+            assert figures[point][name]["n"] > 0
+    # far better than chance (positive rate ~0.4) out of source, and the candidate point trades precision for recall
+    assert figures["standalone"]["all"]["f1"] > 0.6
+    assert figures["candidate"]["all"]["recall"]["value"] >= figures["standalone"]["all"]["recall"]["value"]
+    assert len(result["folds"]) == 3
+
+
+def _synthetic_rows(repos: int = 4, per_repo: int = 20) -> list[dict]:
+    rows = []
+    for r in range(repos):
+        for i in range(per_repo):
+            positive = i % 2 == 0
+            rows.append(
+                {
+                    "source": f"owner/repo{r}@abc:log.md",
+                    "prev_user": f"add feature {i}",
+                    "prev_assistant": "```py\nx = 1\n```",
+                    "user": "it still fails, same error" if positive else f"now add docs for part {i}",
+                    "assistant": "Sorry, fixing it." if positive else "Sure.",
+                    "is_correction": positive,
+                }
+            )
+    return rows
+
+
+def test_refit_simulation_reports_before_and_after_per_k():
+    pytest.importorskip("sklearn", reason="the simulation fits models: needs the fit extra")
+    from ichor import detect_simulate
+
+    result = detect_simulate.simulate(_synthetic_rows(repos=8), ks=(10, 30), outer_folds=2, min_rest=5)
+    assert result[10]["repositories"] == 8 and result[10]["windows"] == 80
+    assert result[30]["repositories"] == 0
+    assert result[10]["after"]["recall"]["n"] == result[10]["before"]["recall"]["n"] == 40
+    assert "no repository has 30 + 5 windows" in detect_simulate.markdown(result)
+
+
+def test_embedding_features_have_the_documented_shapes():
+    np = pytest.importorskip("numpy", reason="the embedding experiment needs numpy")
+    from ichor.detect_embed import FIELDS, dense_features
+
+    rng = np.random.default_rng(0)
+    emb = {}
+    for key, _ in FIELDS:
+        v = rng.normal(size=(3, 8))
+        emb[key] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    assert dense_features(emb, "sqrt").shape == (3, 12)
+    assert dense_features(emb, "cosines").shape == (3, 4)
+    unit = dense_features(emb, "unit")
+    assert np.allclose(unit[:, 8], (emb["user"] * emb["prev_user"]).sum(1))
+    assert np.allclose(dense_features(emb, "sqrt")[:, :8], unit[:, :8] * np.sqrt(8))

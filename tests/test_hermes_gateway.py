@@ -34,7 +34,7 @@ def test_card_is_sent_and_k_in_a_dm_is_claimed(tmp_path):
     assert answer["text"] == "ls -lhS"  # the answer first, then the card about it
     assert card["text"].startswith("ichor · captured pair #1")
     assert CORRECTION in card["text"] and "reply k keep · s share · d discard" in card["text"]
-    assert "\nls -S\n" in card["text"] and "\nls -lhS\n" in card["text"]
+    assert "rejected:\n  ls -S\n" in card["text"] and "accepted:\n  ls -lhS\n" in card["text"]
     assert claim["reached_model"] is False and claim["sent"] == []
     assert report["edits"] == [
         {"chat_id": "chat-1", "message_id": card["message_id"], "text": "ichor · pair #1 kept (private)"}
@@ -52,7 +52,8 @@ def test_k_in_a_group_reaches_the_agent(tmp_path):
         ],
     )
     [card] = cards(report)
-    assert "/ichor keep 1 · share 1 · discard 1" in card["text"]  # no one-letter replies in groups
+    # no one-letter replies in groups: the card says what to type
+    assert "decide with /ichor keep 1 (train on it, stays on this machine) · share 1" in card["text"]
     assert report["events"][2]["reached_model"] is True
     assert report["edits"] == [] and report["pairs"][0]["status"] == "pending"
 
@@ -91,7 +92,7 @@ def test_ichor_command_in_a_chat_pauses_only_that_chat(tmp_path):
         tmp_path,
         [{"text": "/ichor off", "expect_sent": 1}, *ask_and_correct("chat-1", card=False), *ask_and_correct("chat-2")],
     )
-    assert report["events"][0]["sent"][0]["text"] == "ichor · capture paused in this chat"
+    assert report["events"][0]["sent"][0]["text"] == "ichor · capture paused in this chat (telegram:chat-1)"
     assert report["events"][0]["reached_model"] is False
     assert [p["user_said"] for p in report["pairs"]] == [CORRECTION]
     assert report["pairs"][0]["platform"] == "telegram" and len(cards(report)) == 1

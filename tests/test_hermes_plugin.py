@@ -5,8 +5,13 @@ at import time); the model is an OpenAI-compatible stub on 127.0.0.1, and ichor 
 its ``hermes_agent.plugins`` entry point, enabled by ``plugins.enabled: [ichor]``.
 """
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from ichor.testing.hermes_harness import run_scenario
@@ -46,7 +51,7 @@ def test_correction_gives_one_pending_pair(tmp_path):
     assert [p["platform"] for p in pairs] == ["cli", "telegram"]
     # the CLI pair's card went to the terminal; the telegram one had no chat to go to and waits for review
     assert "ichor · captured pair #1" in report["stdout"]
-    assert "/ichor keep 1 · share 1 · discard 1" in report["stdout"]
+    assert "decide with /ichor keep 1 (train on it, stays on this machine) · share 1" in report["stdout"]
     assert "captured pair #2" not in report["stdout"]
     manifest = yaml.safe_load(MANIFEST.read_text())  # the manifest declares exactly what was registered
     assert report["plugin"]["hooks"] == sorted(manifest["provides_hooks"])
@@ -119,18 +124,6 @@ def test_session_finalize_drops_session_state(tmp_path):
     assert report["tracked_sessions"] == 1
 
 
-def test_opt_in_model_label_is_one_call_per_pair(tmp_path):
-    report = loop(
-        tmp_path,
-        session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), turn("ok thanks", "You're welcome")),
-        settings={"llm_labels": True},
-        reply_when={"Name the kind of mistake": "Ignored sort order."},
-    )
-    [pair] = report["pairs"]
-    assert pair["label"] == "ignored sort order"
-    assert len(report["model_calls"]) == 4  # three turns and one label call
-
-
 def test_failures_inside_ichor_never_change_the_turn(tmp_path):
     chat = session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS"), finalize=True)
     healthy = loop(tmp_path / "ok", chat)
@@ -177,4 +170,44 @@ def test_directory_install_is_discovered(tmp_path):
     )
     assert report["plugin"]["source"] == "user" and report["plugin"]["enabled"]
     assert (tmp_path / "home" / "plugins" / "ichor" / "plugin.yaml").read_text() == MANIFEST.read_text()
+    assert [p["accepted"] for p in report["pairs"]] == ["ls -lhS"]
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_repository_plugin_folder_is_what_install_plugin_writes():
+    from ichor.hermes.install import LOADER, manifest_text
+
+    folder = REPO / "hermes-plugin"
+    assert sorted(p.name for p in folder.iterdir() if p.name != "__pycache__") == ["__init__.py", "plugin.yaml"]
+    assert (folder / "plugin.yaml").read_text() == manifest_text()
+    assert (folder / "__init__.py").read_text() == LOADER
+
+
+def test_hermes_plugins_install_of_the_repository_folder_loads(tmp_path):
+    """`hermes plugins install OWNER/REPO/hermes-plugin`, from a local clone instead of GitHub."""
+    hermes = Path(sys.executable).parent / "hermes"
+    if not shutil.which("git") or not hermes.exists():
+        pytest.skip("needs git and the hermes command beside this Python")
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "hermes-plugin", source / "hermes-plugin")
+    git = ["git", "-c", "user.email=t@example.invalid", "-c", "user.name=t"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "plugin"]):
+        subprocess.run([*git, *args], cwd=source, check=True)
+    home = tmp_path / "home"
+    env = {**os.environ, "HERMES_HOME": str(home), "NO_COLOR": "1"}
+    done = subprocess.run(
+        [str(hermes), "plugins", "install", f"file://{source}#hermes-plugin", "--enable"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (home / "plugins" / "ichor" / "plugin.yaml").read_text() == MANIFEST.read_text()
+    assert "ichor" in yaml.safe_load((home / "config.yaml").read_text())["plugins"]["enabled"]
+    report = loop(tmp_path, session(turn(ASK, "ls"), turn(CORRECTION, "ls -lhS")), hide_entry_points=True)
+    assert report["plugin"]["source"] == "user" and report["plugin"]["enabled"]
     assert [p["accepted"] for p in report["pairs"]] == ["ls -lhS"]

@@ -4,6 +4,7 @@ the plugin that would run them (FSDP2, ZeRO-3), and the default one trains on th
 from __future__ import annotations
 
 import pytest
+
 from tests.support import REPO
 
 CONFIGS = sorted((REPO / "configs" / "accelerate").glob("*.yaml"))

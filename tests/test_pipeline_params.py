@@ -9,10 +9,10 @@ import re
 
 import pytest
 import yaml
-from tests.support import REPO
 
 from ichor.export import ExportConfig
 from pipelines import audit, base_model, common, evaluate
+from tests.support import REPO
 
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
 OWN = {

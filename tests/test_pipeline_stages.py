@@ -78,7 +78,7 @@ def test_audit_repairs_leaks_when_told_to_and_counts_them(tmp_path):
                 f"my token is {token}, set it",
                 "export GH_TOKEN=",
                 f"export GH_TOKEN={token}",
-                user_said="mail ops@corp.example if it breaks",
+                user_said="mail ops@corp-mail.io if it breaks",
             ),
         ],
     )
@@ -87,7 +87,7 @@ def test_audit_repairs_leaks_when_told_to_and_counts_them(tmp_path):
     assert stats["leaks_found"] == 2 and stats["pairs_out"] == 1 and stats["source"] == "pairs"
     assert stats["redactions"]["github_token"] == 2 and stats["redactions"]["email"] == 1
     text = (tmp_path / "audited.jsonl").read_text()
-    assert token not in text and "ops@corp.example" not in text and "[REDACTED:github_token]" in text
+    assert token not in text and "ops@corp-mail.io" not in text and "[REDACTED:github_token]" in text
 
 
 def test_audit_drops_exact_duplicates_and_identical_answers(tmp_path):

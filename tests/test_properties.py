@@ -250,8 +250,8 @@ def test_ichor_command_never_raises_and_always_answers_text(no_token, argstrings
         for n in range(3):
             store.add_pair(new_pair(n))
         for argstring in argstrings:
-            reply = commands.run(store, argstring, scope)
-            assert isinstance(reply, str) and reply
+            reply = commands.run_chat(store, argstring, scope)
+            assert isinstance(reply.text, str) and reply.text
         assert integrity(store) == "ok"
 
 

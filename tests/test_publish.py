@@ -268,3 +268,79 @@ def test_under_dvc_repro_the_tag_is_the_md5_dvc_lock_recorded(tmp_path):
     manifest = json.loads((work / "dry" / "commit.json").read_text())
     assert recorded == dvc_dir_md5(work / "data" / "export")
     assert manifest["tag"] == f"data-{recorded[:12]}" and manifest["tag_source"].startswith("dvc.lock")
+
+
+def test_a_public_repository_is_refused_while_visibility_is_private_unless_allowed(tmp_path, hub, capsys):
+    make_export(tmp_path / "export", 4, "a")
+    assert publish(tmp_path, hub, params=write_params(tmp_path / "public.yaml", visibility="public")) == 0
+    commits = len(hub.hub.commits_added("alice/ichor-dpo"))
+    make_export(tmp_path / "export", 5, "b")
+    capsys.readouterr()
+
+    assert publish(tmp_path, hub) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "alice/ichor-dpo is public on the Hub but hub.visibility is private: nothing was pushed" in err
+    assert "--allow-public" in err and len(hub.hub.commits_added("alice/ichor-dpo")) == commits
+
+    assert publish(tmp_path, hub, "--allow-public", "true") == 0
+    assert metrics(tmp_path)["pushed"] is True and metrics(tmp_path)["private"] is False
+    assert hub.hub.repo("alice/ichor-dpo").private is False
+
+
+def test_a_private_repository_is_never_made_public(tmp_path, hub):
+    make_export(tmp_path / "export", 4, "a")
+    assert publish(tmp_path, hub) == 0
+    make_export(tmp_path / "export", 5, "b")
+    assert publish(tmp_path, hub, params=write_params(tmp_path / "public.yaml", visibility="public")) == 0
+    assert hub.hub.repo("alice/ichor-dpo").private is True
+    assert "left as it was" in metrics(tmp_path)["note"]
+
+
+def test_publish_pushes_the_data_version_to_the_default_dvc_remote(tmp_path, hub):
+    work, remote = tmp_path / "ws", tmp_path / "dvc-remote"
+    make_export(work / "src", 5, "a")
+    (work / "params.yaml").write_text(yaml.safe_dump({"hub": {"push": True, "repo": "ichor-dpo"}}))
+    (work / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "stages": {
+                    "export": {
+                        "cmd": "python -c \"import shutil; shutil.copytree('src', 'data/export')\"",
+                        "deps": ["src"],
+                        "outs": ["data/export"],
+                    },
+                    "publish": {
+                        "cmd": f"python -m pipelines.publish --endpoint {hub.endpoint}",
+                        "deps": ["data/export"],
+                        "params": ["hub"],
+                        "metrics": [{"metrics/publish.json": {"cache": False}}],
+                    },
+                }
+            }
+        )
+    )
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "DVC_NO_ANALYTICS": "1",
+        "HF_HUB_OFFLINE": "0",
+    }
+    dvc = f"{bin_dir}/dvc"
+    for cmd in (
+        ["git", "init", "-q"],
+        [dvc, "init", "-q"],
+        [dvc, "remote", "add", "-q", "-d", "backup", str(remote)],
+        [dvc, "repro", "-q"],
+    ):
+        done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    result = json.loads((work / "metrics" / "publish.json").read_text())
+    assert result["pushed"] is True and result["dvc_remote"]["remote"] == "backup"
+    pushed = {p.name for p in remote.rglob("*") if p.is_file()}
+    export_md5 = yaml.safe_load((work / "dvc.lock").read_text())["stages"]["export"]["outs"][0]["md5"]
+    assert export_md5.removesuffix(".dir")[2:] + ".dir" in pushed  # the directory manifest DVC recorded
+    assert result["dvc_remote"]["pushed"] == len(pushed) >= 2

@@ -104,6 +104,8 @@ separator = st.sampled_from([" ", "\n", "\t", " \n "])
 @given(st.sampled_from(KINDS), st.integers(0, 2**32 - 1), st.text(max_size=200), st.text(max_size=200), separator)
 def test_no_generated_secret_survives(kind, seed, before, after, sep):
     chunk, secret = corpus.embed(kind, random.Random(seed))
+    if kind == "user_name":
+        sep = "\n"  # a shell prompt is recognised at the start of a line
     text = before + sep + chunk + sep + after
     assert secret not in scrub(text).text
 

@@ -289,3 +289,140 @@ def test_a_pair_that_still_holds_a_secret_is_refused_and_nothing_is_uploaded(env
         f"(discard it with `ichor discard {leaky[0].id}`)"
     )
     assert env.hub.repos == {} and store.get(clean[0].id).status == "shared"
+
+
+# ---- privacy and faults -------------------------------------------------------------------------
+
+
+def test_a_public_repository_is_refused_while_visibility_is_private(env, store):
+    store.set_setting("visibility", "public")
+    queue(store, 1)
+    share_queued(store, endpoint=env.endpoint)
+    store.set_setting("visibility", "private")
+    waiting = queue(store, 1, start=5)
+    commits = len(env.hub.commits_added(REPO))
+    with pytest.raises(ShareError, match="is public on the Hub but your visibility setting is private"):
+        share_queued(store, endpoint=env.endpoint)
+    assert len(env.hub.commits_added(REPO)) == commits and store.get(waiting[0].id).status == "shared"
+
+
+@pytest.fixture
+def quick_timeouts(monkeypatch):
+    import ichor.hub
+
+    monkeypatch.setattr(ichor.hub, "CONNECT_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ichor.hub, "READ_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(ichor.hub, "DEADLINE_S", 5.0)
+
+
+@pytest.mark.timeout(60)
+def test_a_hub_that_never_answers_is_one_line_about_the_read_timeout(env, store, quick_timeouts):
+    queue(store, 1)
+    env.hub.hang = True
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    assert str(err.value) == f"the Hub at {env.endpoint} did not answer within 0.5 s (read timeout)"
+    assert store.counts()["shared"] == 1
+
+
+@pytest.mark.timeout(60)
+def test_a_hub_that_never_accepts_the_connection_is_one_line_about_the_connect_timeout(env, store, quick_timeouts):
+    queue(store, 1)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    filler = []
+    for _ in range(4):  # fill the accept queue: further connection attempts get no answer at all
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(listener.getsockname())
+        filler.append(s)
+    endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        with pytest.raises(ShareError) as err:
+            share_queued(store, endpoint=endpoint)
+    finally:
+        for s in [*filler, listener]:
+            s.close()
+    message = str(err.value)
+    assert message in (
+        f"the Hub at {endpoint} did not accept a connection within 0.5 s",
+        f"the Hub at {endpoint} did not answer within 0.5 s (read timeout)",  # a kernel that accepted anyway
+    ), message
+
+
+def test_the_deadline_bounds_an_operation_made_of_many_requests(env, store, quick_timeouts, monkeypatch):
+    import ichor.hub
+
+    monkeypatch.setattr(ichor.hub, "DEADLINE_S", 1e-9)
+    queue(store, 1)
+    with pytest.raises(ShareError, match="did not finish whoami within"):
+        share_queued(store, endpoint=env.endpoint)
+
+
+@pytest.mark.timeout(120)
+def test_the_deadline_bounds_a_request_the_client_retries_with_backoff(env, store, quick_timeouts):
+    queue(store, 2)
+    # huggingface_hub retries the preupload call on a timeout, sleeping 1, 2, 4, 8, 8 s between tries
+    env.hub.hang_on = ("POST", f"/api/datasets/{REPO}/preupload/")
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    assert str(err.value) == f"the Hub at {env.endpoint} did not finish the commit within 5 s"
+    assert store.counts()["shared"] == 2 and data_paths(env) == []
+
+
+def _leaked_pieces(message: str, token: str, piece: int = 6) -> list[str]:
+    return [token[i : i + piece] for i in range(len(token) - piece + 1) if token[i : i + piece] in message]
+
+
+def test_the_token_never_survives_a_cut_at_any_position():
+    from ichor.hub import MESSAGE_LIMIT, one_line
+
+    for before in range(MESSAGE_LIMIT + 5):
+        line = one_line("x" * before + TOKEN + " and the rest of the server's message", [TOKEN])
+        assert len(line) <= MESSAGE_LIMIT and not _leaked_pieces(line, TOKEN), before
+
+
+def test_a_hub_error_echoing_the_token_is_redacted_before_it_is_cut(env, store):
+    from ichor.hub import Hub, HubError
+
+    hub = Hub(TOKEN, "HF_TOKEN", env.endpoint)
+    prefix = len("the Hub refused your namespace (400): ")
+    for before in range(120, 200 - prefix + 1):  # every position where the cut would fall inside the token
+        message = "y" * before + TOKEN + " is not allowed here"
+        env.hub.answers = {("GET", "/api/whoami-v2"): (400, b"{}", {"X-Error-Message": message})}
+        with pytest.raises(HubError) as err:
+            hub.owner()
+        assert str(err.value).startswith("the Hub refused your namespace (400): yyy"), str(err.value)
+        assert not _leaked_pieces(str(err.value), TOKEN), before
+
+
+MALFORMED = {
+    "whoami is not JSON": (("GET", "/api/whoami-v2"), (200, b"<html>maintenance</html>", {})),
+    "whoami has no name": (("GET", "/api/whoami-v2"), (200, b'{"type": "user"}', {})),
+    "repo info is a list": (("GET", f"/api/datasets/{REPO}"), (200, b"[1, 2, 3]", {})),
+    "commit has no id": (("POST", f"/api/datasets/{REPO}/commit/"), (200, b'{"commitUrl": "x"}', {})),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_hub_answer_is_one_line_and_changes_nothing(env, store, case):
+    (route, answer) = MALFORMED[case]
+    queue(store, 2)
+    env.hub.answers = {route: (answer[0], answer[1], {"Content-Type": "application/json", **answer[2]})}
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    message = str(err.value)
+    assert message.startswith(f"the Hub at {env.endpoint} sent"), message
+    assert "\n" not in message and TOKEN not in message
+    assert store.counts()["shared"] == 2
+
+
+def test_a_missing_huggingface_hub_is_one_line_naming_the_extra(env, store, monkeypatch):
+    from ichor.hub import INSTALL_HINT
+
+    queue(store, 1)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    with pytest.raises(ShareError) as err:
+        share_queued(store, endpoint=env.endpoint)
+    assert str(err.value) == f"sharing needs huggingface_hub, which is not installed: {INSTALL_HINT}"

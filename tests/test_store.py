@@ -28,8 +28,14 @@ def test_migrate_blank_pins_the_schema(store):
         "m001_initial",
         "m002_status_index",
         "m003_upload_ref",
+        "m004_data_file_location",
     ]
-    assert [fn.__name__ for fn in MIGRATIONS] == ["m001_initial", "m002_status_index", "m003_upload_ref"]
+    assert [fn.__name__ for fn in MIGRATIONS] == [
+        "m001_initial",
+        "m002_status_index",
+        "m003_upload_ref",
+        "m004_data_file_location",
+    ]
     assert table_columns(db, "pairs") == [
         ("id", "INTEGER", 0, None, 1),
         ("uid", "TEXT", 1, None, 0),
@@ -47,7 +53,10 @@ def test_migrate_blank_pins_the_schema(store):
         ("created_at", "REAL", 1, None, 0),
         ("updated_at", "REAL", 1, None, 0),
         ("upload_ref", "TEXT", 0, None, 0),
+        ("data_dir", "TEXT", 0, None, 0),
     ]
+    assert table_columns(db, "forgotten") == [("uid", "TEXT", 0, None, 1), ("forgotten_at", "REAL", 1, None, 0)]
+    assert table_columns(db, "data_dirs") == [("path", "TEXT", 0, None, 1)]
     assert table_columns(db, "settings") == [("key", "TEXT", 0, None, 1), ("value", "TEXT", 1, None, 0)]
     indexes = {r[1] for r in db.execute("PRAGMA index_list(pairs)")}
     assert "pairs_status_id" in indexes

@@ -1,14 +1,18 @@
 """IchorEnv: an Atropos environment that rewards answers the user would accept.
 
-Items are ichor's exported pairs (``pairs.jsonl``: uid, messages, accepted, rejected, kind, label,
-split). For each prompt the policy server samples ``group_size`` answers; each is scored against the
-user's accepted and rejected answers (``reward.py``), the scores are mean-centred, and groups with
-no spread are dropped (no signal for GRPO-style trainers).
+Items are ichor's exported pairs (``pairs.jsonl``: uid, messages, accepted, rejected, user_said, kind,
+label, split). For each prompt the policy server samples ``group_size`` answers; each is scored by
+``ichor.reward`` (the same reward the GRPO stage trains on) against the user's correction and answers,
+the scores are mean-centred, and groups with no spread are dropped (no signal for GRPO-style trainers).
+
+The reward's weights come from ``--env.reward_spec`` (a params.yaml or an exported reward.json); when it
+is empty, from ``reward.json`` beside this file (an exported atropos_env/), else ``./params.yaml``, else
+``ichor.reward.DEFAULT_WEIGHTS``. The reward code itself is imported from the installed ``ichor`` package.
 
     python ichor_env.py process --env.pairs_path pairs.jsonl --env.tokenizer_name MODEL_DIR \\
         --openai.base_url http://127.0.0.1:8131/v1 --openai.model_name MODEL --env.use_wandb false
     python ichor_env.py serve ...      # with `run-api --host 127.0.0.1` and a trainer
-    python ichor_env.py evaluate ...   # the reward's pairwise accuracy + the policy's win rate
+    python ichor_env.py evaluate ...   # reward and correction satisfaction of the policy on held-out prompts
 
 Tokens are re-tokenised here with ``apply_chat_template(..., tokenize=True, return_dict=False)``:
 atroposlib 0.4.0's ``tokenize_for_trainer`` returns a BatchEncoding under transformers 5. For
@@ -18,6 +22,7 @@ training-grade token ids and logprobs use ``--openai.server_type vllm`` (or sgla
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import time
@@ -26,30 +31,8 @@ from pathlib import Path
 from atroposlib.envs.base import APIServerConfig, BaseEnv, BaseEnvConfig, ScoredDataGroup
 from pydantic import Field
 
-try:
-    from .reward import (
-        DEFAULT_WEIGHTS,
-        TERMS,
-        Anchor,
-        CombinedReward,
-        JudgeReward,
-        Rollout,
-        mean_centre,
-        neighbour_anchors,
-        pairwise_accuracy,
-    )
-except ImportError:  # run as a script, or from an exported atropos_env/ folder
-    from reward import (
-        DEFAULT_WEIGHTS,
-        TERMS,
-        Anchor,
-        CombinedReward,
-        JudgeReward,
-        Rollout,
-        mean_centre,
-        neighbour_anchors,
-        pairwise_accuracy,
-    )
+from ichor.correction_checks import satisfaction
+from ichor.reward import DEFAULT_WEIGHTS, TERMS, Item, Rollout, item_checks, load_spec, mean_centre, reward_from_spec
 
 # Explicit loopback defaults, never the library's localhost:8000 / :9004-9007.
 DEFAULT_POLICY_URL = "http://127.0.0.1:8131/v1"
@@ -61,17 +44,23 @@ class IchorEnvConfig(BaseEnvConfig):
     train_split: str = Field("train", description="rows sampled for rollouts: train, eval or all")
     max_tokens: int = Field(64, description="max new tokens per rollout")
     temperature: float = Field(1.0, description="sampling temperature for rollouts")
-    weight_anchor: float = Field(DEFAULT_WEIGHTS["anchor"], description="+1 matches accepted, -1 matches rejected")
-    weight_embedding: float = Field(DEFAULT_WEIGHTS["embedding"], description="MiniLM cos margin")
-    weight_preference: float = Field(DEFAULT_WEIGHTS["preference"], description="Bradley-Terry head on MiniLM")
-    weight_judge: float = Field(DEFAULT_WEIGHTS["judge"], description="pairwise judge on the policy server")
-    weight_truncation: float = Field(DEFAULT_WEIGHTS["truncation"], description="penalty for finish_reason=length")
-    weight_repetition: float = Field(DEFAULT_WEIGHTS["repetition"], description="penalty for repeated n-grams")
-    eval_neighbours: int = Field(4, description="other pairs used as anchors when measuring the reward")
-    eval_samples: int = Field(1, description="policy samples per held-out prompt for the win rate")
+    reward_spec: str = Field("", description="params.yaml or reward.json holding the reward weights (see module doc)")
+    eval_samples: int = Field(1, description="policy samples per held-out prompt")
     max_passes: int = Field(0, description="stop after this many passes over the items (0 = cycle forever)")
     use_managed_server: bool = Field(False, description="take sampled ids + logprobs from a vllm/sglang server")
     seed: int = Field(0, description="item order shuffle seed")
+
+
+def resolve_spec(configured: str) -> dict:
+    """The reward spec: the configured file, else an exported reward.json beside this file, else
+    ./params.yaml, else the defaults."""
+    beside = Path(__file__).resolve().parent / "reward.json"
+    for candidate in (configured, beside, "params.yaml"):
+        if candidate and Path(candidate).is_file():
+            return load_spec(candidate)
+    if configured:
+        raise FileNotFoundError(f"{configured}: no such reward spec")
+    return {"weights": dict(DEFAULT_WEIGHTS), "judge": {}}
 
 
 def load_pairs(path: str | Path) -> list[dict]:
@@ -117,8 +106,8 @@ class IchorEnv(BaseEnv):
 
     def __init__(self, config: IchorEnvConfig, server_configs, slurm=False, testing=False):
         super().__init__(config, server_configs, slurm, testing)
-        self.reward = CombinedReward(self.weights())
-        self.judge = JudgeReward() if self.reward.uses_judge else None
+        self.spec = resolve_spec(config.reward_spec)
+        self.reward = reward_from_spec(self.spec)
         self.term_buffer: dict[str, list[float]] = {t: [] for t in TERMS}
         self.score_buffer: list[float] = []
 
@@ -150,9 +139,6 @@ class IchorEnv(BaseEnv):
         ]
         return env_config, server_configs
 
-    def weights(self) -> dict:
-        return {t: getattr(self.config, f"weight_{t}") for t in TERMS}
-
     # ------------------------------------------------------------------------------------- data
 
     def pairs_file(self) -> Path:
@@ -166,8 +152,6 @@ class IchorEnv(BaseEnv):
         split = self.config.train_split
         self.items = [r for r in rows if split == "all" or r.get("split", "train") == split] or rows
         self.eval_items = [r for r in rows if r.get("split") == "eval"]
-        self.pool = [r for r in rows if r.get("split") != "eval"] or rows
-        self.reward.fit_preference(self.pool)
         random.Random(self.config.seed).shuffle(self.items)
         self.iter = 0
 
@@ -185,22 +169,11 @@ class IchorEnv(BaseEnv):
 
     # ---------------------------------------------------------------------------------- scoring
 
-    async def complete(self, messages: list[dict]) -> str:
-        """One short greedy answer from the policy server (the judge's calls)."""
-        completion = await self.server.chat_completion(
-            messages=messages, n=1, max_tokens=8, temperature=0.0, split="eval"
-        )
-        return completion.choices[0].message.content or ""
-
-    async def raw_scores(self, item: dict, rollouts: list[Rollout]) -> tuple[list[float], dict]:
-        anchors = [Anchor(item["accepted"], item["rejected"])]
-        judge = await self.judge.score(self.complete, item["messages"], rollouts, anchors) if self.judge else None
-        terms = self.reward.per_term(rollouts, anchors, judge)
-        return self.reward.combine(terms), terms
-
     async def score(self, item: dict, rollouts: list[Rollout]) -> tuple[list[float], list[float]]:
-        """(mean-centred scores for the trainer, raw combined rewards for the record)."""
-        combined, terms = await self.raw_scores(item, rollouts)
+        """(mean-centred scores for the trainer, raw rewards for the record). The reward runs in a thread:
+        its judge term makes blocking HTTP calls."""
+        terms = await asyncio.to_thread(self.reward.per_term, Item.from_row(item), rollouts)
+        combined = self.reward.combine(terms)
         for name, values in terms.items():
             self.term_buffer[name].extend(values)
         self.score_buffer.extend(combined)
@@ -247,66 +220,44 @@ class IchorEnv(BaseEnv):
 
     # ------------------------------------------------------------------------------- evaluation
 
-    async def judge_eval_scores(self, rows: list[dict]) -> list[list[float]] | None:
-        """The judge's say on each held-out pair (accepted vs rejected), anchored on neighbours only."""
-        if not self.judge:
-            return None
-        out = []
+    async def held_out(self, rows: list[dict]) -> tuple[dict, list[dict]]:
+        """The policy's answers to the held-out prompts: mean reward, correction satisfaction (on the prompts
+        where a check could be derived) and how often an answer out-scores the rejected one, each with its n."""
+        rewards, satisfied, wins, samples = [], [], [], []
         for row in rows:
-            anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
-            prefs = [
-                await self.judge.versus(self.complete, row["messages"], a, row["accepted"], row["rejected"])
-                for a in anchors
-            ]
-            pref = sum(p * a.weight for p, a in zip(prefs, anchors, strict=False)) / max(
-                sum(a.weight for a in anchors), 1e-9
-            )
-            out.append([pref, -pref])
-        return out
-
-    async def win_rate(self, rows: list[dict]) -> tuple[float, list[dict]]:
-        """How often a fresh policy answer out-scores the rejected answer under the measured reward:
-        anchored on the nearest *other* pairs, so the rejected answer is not marked down for being itself."""
-        wins, total, samples = 0, 0, []
-        for row in rows:
+            item = Item.from_row(row)
             rollouts, _ = await self.sample(row["messages"], self.config.eval_samples, "eval")
-            candidates = [*rollouts, Rollout(row["rejected"], "stop")]
-            anchors = neighbour_anchors(row, self.pool, self.reward.embedder, self.config.eval_neighbours)
-            judge = await self.judge.score(self.complete, row["messages"], candidates, anchors) if self.judge else None
-            combined = self.reward.score(candidates, anchors, judge)
-            for rollout, value in zip(rollouts, combined[:-1], strict=False):
-                won = value > combined[-1]
-                wins += won
-                total += 1
+            scores = await asyncio.to_thread(self.reward.score, item, [*rollouts, Rollout(item.rejected, "stop")])
+            for rollout, value in zip(rollouts, scores[:-1], strict=False):
+                share = satisfaction(rollout.text, item_checks(item))
+                rewards.append(value)
+                wins.append(value > scores[-1])
+                if share is not None:
+                    satisfied.append(share)
                 samples.append(
                     {
                         "uid": row.get("uid"),
                         "messages": row["messages"],
                         "response": rollout.text,
                         "finish_reason": rollout.finish_reason,
-                        "score": value,
-                        "rejected_score": combined[-1],
-                        "won": bool(won),
+                        "reward": value,
+                        "rejected_reward": scores[-1],
+                        "correction_satisfaction": share,
                     }
                 )
-        return (wins / total if total else 0.0), samples
+        metrics = {
+            "eval/prompts": len(rows),
+            "eval/answers": len(rewards),
+            "eval/mean_reward": sum(rewards) / len(rewards) if rewards else 0.0,
+            "eval/win_rate_vs_rejected": sum(wins) / len(wins) if wins else 0.0,
+            "eval/answers_with_checks": len(satisfied),
+            "eval/correction_satisfaction": sum(satisfied) / len(satisfied) if satisfied else 0.0,
+        }
+        return metrics, samples
 
     async def evaluate(self, *args, **kwargs):
         start = time.time()
-        rows = self.eval_items
-        measured = pairwise_accuracy(
-            rows, self.pool, self.reward, k=self.config.eval_neighbours, judge=await self.judge_eval_scores(rows)
-        )
-        win_rate, samples = await self.win_rate(rows)
-        metrics = {
-            "eval/pairs": measured["pairs"],
-            "eval/reward_pairwise_accuracy": measured["combined"],
-            "eval/baseline_string_similarity_accuracy": measured["baseline_string_similarity"],
-            "eval/win_rate_vs_rejected": win_rate,
-        }
-        for term, figures in measured["per_term"].items():
-            metrics[f"eval/accuracy_{term}"] = figures["accuracy"]
-            metrics[f"eval/ties_{term}"] = figures["ties"]
+        metrics, samples = await self.held_out(self.eval_items)
         self.eval_metrics = list(metrics.items())
         await self.evaluate_log(
             metrics,

@@ -1,30 +1,39 @@
-"""The ``ichor`` command line. One module per command group; this file only assembles them."""
+"""The ``ichor`` command line: argparse built from ``ichor.commands.VERBS``, plus the shell-only tools."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from . import pairs, settings, tools
-from .common import CliError
+from .. import DISTRIBUTION, __version__, commands
+from ..settings import SettingError
+from ..store import StoreError
+from ..verbs import SHELL, CommandError, Result, SuggestingParser, Verb, add_arguments, help_text
+from . import completion, tools
+from .common import CliError, one_line, open_store, print_json
 
 DESCRIPTION = """\
 Manage the preference pairs ichor captured from your Hermes conversations, and run the detector
 and the scrubber on your own data. Pairs live per Hermes profile in
-$HERMES_HOME/plugin-data/ichor/ichor.db (HERMES_HOME defaults to ~/.hermes)."""
+$HERMES_HOME/plugin-data/ichor/ichor.db (HERMES_HOME defaults to ~/.hermes).
+In a Hermes chat the same commands are /ichor COMMAND."""
 
 EPILOG = """\
 examples:
-  ichor status                     counts and top mistake types
-  ichor review                     the oldest pending pair
-  ichor keep 4                     keep pair 4 for training (never uploaded)
-  ichor --home ~/.hermes/profiles/work status
+  ichor list --status pending      what is waiting for a decision
+  ichor show 4                     pair 4 in full
+  ichor keep 4 5 7                 keep pairs 4, 5 and 7 for training (never uploaded)
+  ichor share --dry-run            what `ichor share` would upload, and where
+  ichor status --home ~/.hermes/profiles/work
   echo 'token sk-...' | ichor scrub
-  ichor eval my-labelled-windows.jsonl"""
+  ichor completion bash > ~/.local/share/bash-completion/completions/ichor"""
+
+HOME_HELP = "Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes. Accepted anywhere on the line"
 
 
 def _groups():
-    groups = [pairs, settings, tools]
+    groups = [tools, completion]
     try:
         from . import plugin
     except ImportError:  # the Hermes adapter is optional at import time
@@ -32,35 +41,105 @@ def _groups():
     return [*groups, plugin]
 
 
+def _verb_runner(verb: Verb):
+    def run(args) -> int:
+        result = _run_verb(verb, args)
+        if getattr(args, "json", False):
+            print_json(result.data)
+        elif result.text:
+            print(result.text)
+        return 0
+
+    return run
+
+
+def _run_verb(verb: Verb, args) -> Result:
+    store = open_store(args, read_only_ok=verb.reads_only) if verb.needs_store else None
+    try:
+        return verb.handler(commands.Context(store, SHELL), args)
+    except (CommandError, StoreError, SettingError) as exc:
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"{exc.strerror or exc}{': ' + str(exc.filename) if exc.filename else ''}") from None
+    finally:
+        if store is not None:
+            store.close()
+
+
+class _ShellParser(SuggestingParser):
+    """argparse whose usage errors are one line, like every other ichor error."""
+
+    def error(self, message: str):
+        self.exit(2, f"ichor: {one_line(message)} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _ShellParser(
         prog="ichor", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument(
-        "--home", metavar="PATH", help="Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes"
-    )
+    parser.add_argument("--home", metavar="PATH", help=HOME_HELP)
+    parser.add_argument("--version", action="version", version=f"ichor {__version__} ({DISTRIBUTION})")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for verb in commands.VERBS:
+        p = sub.add_parser(verb.name, help=verb.help, description=verb.help)
+        add_arguments(p, verb, SHELL)
+        p.set_defaults(func=_verb_runner(verb))
     for group in _groups():
         group.add_parser(sub)
+    for p in sub.choices.values():
+        if "--home" not in p._option_string_actions:
+            p.add_argument("--home", metavar="PATH", default=argparse.SUPPRESS, help=HOME_HELP)
     return parser
+
+
+def shell_help(parser: argparse.ArgumentParser) -> str:
+    """``ichor help``: the verbs, then the shell-only tools."""
+    tools_rows = [
+        (f"ichor {name}", text)
+        for name, text in completion.subcommand_helps(parser).items()
+        if name not in commands.VERB_BY_NAME
+    ]
+    width = max(len(u) for u, _ in tools_rows)
+    return (
+        help_text(commands.VERBS, SHELL)
+        + "\n\nshell-only tools:\n"
+        + "\n".join(f"{u.ljust(width)}  {t}" for u, t in tools_rows)
+        + "\n\nichor --version · ichor COMMAND --help · in a Hermes chat: /ichor help"
+    )
+
+
+def _silence_stdout() -> None:
+    """The reader went away (``ichor list | head -1``): drop the rest of our output quietly."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
+        return exc.code if isinstance(exc.code, int) else 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
     try:
-        return args.func(args) or 0
+        if args.command == "help" and not args.verb:
+            print(shell_help(parser))
+            code = 0
+        else:
+            code = args.func(args) or 0
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return 0
     except (CliError, UnicodeDecodeError, RecursionError) as exc:  # bad input bytes or absurd nesting
-        print(f"ichor: {exc}", file=sys.stderr)
+        print(f"ichor: {one_line(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ichor: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from ..store import Store, StoreError
 
@@ -13,11 +14,24 @@ class CliError(Exception):
     """Bad input or a failed action: printed as one line, exit status 2."""
 
 
-def open_store(args) -> Store:
+def open_store(args, read_only_ok: bool = False) -> Store:
+    """The profile's store; for a read command (``read_only_ok``) a store that can't be written opens
+    read-only, with one line on stderr saying so."""
+    home = getattr(args, "home", None)
+    if home and not Path(home).expanduser().is_dir():  # a typo must not quietly start an empty store
+        raise CliError(f"no Hermes home at {home} (--home must name an existing folder)")
     try:
-        return Store.open(args.home)
+        store = Store.open(home, read_only_ok=read_only_ok)
     except (OSError, StoreError) as exc:
         raise CliError(f"can't open the pair store: {exc}") from None
+    if store.read_only and read_only_ok:
+        print(f"ichor: the pair store {store.path} is read-only; showing it as it is", file=sys.stderr)
+    return store
+
+
+def one_line(text: str) -> str:
+    """``text`` with control characters (a typed ``\\r`` or newline) escaped, so an error stays one line."""
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
 
 
 def print_json(data) -> None:

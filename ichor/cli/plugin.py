@@ -10,7 +10,7 @@ HELP = "install ichor as a directory plugin under $HERMES_HOME/plugins/ichor"
 DESCRIPTION = """\
 Write $HERMES_HOME/plugins/ichor/ (plugin.yaml and a loader that imports the installed ichor
 package). The ichor package must be installed in the same Python environment as Hermes
-(pip install ichor, or pip install -e . from a checkout). Then turn it on with:
+(pip install hermes-ichor, or pip install -e . from a checkout). Then turn it on with:
 
   hermes plugins enable ichor
 

@@ -3,7 +3,8 @@
 Registered surfaces (``plugin.yaml`` declares exactly these):
 
 * ``post_llm_call``: feed the turn to the tracker; a captured pair is scrubbed, stored as pending
-  and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``);
+  and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``).
+  A detector candidate is first confirmed by the host's model off the turn's thread (``confirmation``);
 * ``pre_gateway_dispatch``: remember the chat of the inbound message (for the card and for
   ``/ichor off``), and claim a bare k/s/d reply to the single open card of a direct chat;
 * ``on_session_finalize``: drop the session's state;
@@ -17,24 +18,27 @@ opened at call time from Hermes' active home, so each profile keeps its own pair
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import threading
 from pathlib import Path
 
-from .. import card, commands
+from .. import card, commands, detect_refit, paths, settings
 from ..capture import Tracker, Turn
-from ..store import Store
+from ..store import NewPair, Store
+from ..verbs import Result, Surface
 from .cards import CardBoard, OpenCard
-from .labels import label_in_background
+from .confirmation import confirm_in_background, standalone
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
 
 log = logging.getLogger("hermes_plugins.ichor")
 
 HOOKS = ("post_llm_call", "pre_gateway_dispatch", "on_session_finalize")
 COMMAND = "ichor"
-COMMAND_HINT = "[status|review|keep ID|share ID|discard ID|export|share|set …|off|on [--global]|forget-all yes]"
-COMMAND_HELP = "Preference pairs from your corrections: review, keep, share, export, pause"
+COMMAND_HINT = "[" + "|".join(v.name for v in commands.VERBS if v.chat) + "] (/ichor help)"
+COMMAND_HELP = "Preference pairs from your corrections: list, show, keep, share, export, pause"
+CHAT = Surface("chat")
 
 
 def hermes_home():
@@ -103,28 +107,44 @@ class IchorPlugin:
     def post_llm_call(
         self, session_id="", user_message=None, assistant_response=None, conversation_history=None, platform="", **_
     ):
-        captured = self.tracker.observe(
-            Turn(
-                str(session_id or ""),
-                str(platform or ""),
-                user_message,
-                assistant_response,
-                list(conversation_history or []),
-            )
+        llm = getattr(self.ctx, "llm", None)
+        turn = Turn(
+            str(session_id or ""),
+            str(platform or ""),
+            user_message,
+            assistant_response,
+            list(conversation_history or []),
         )
+        refitted = paths.plugin_dir(hermes_home()) / detect_refit.PROFILE_MODEL
+        captured = self.tracker.observe(turn, "candidate" if llm is not None else "standalone", refitted)
         if captured is None:
             return None
         with open_store() as store:
             if commands.is_capture_paused(store, session_scope(platform or "")):
                 return None
-            pair = store.add_pair(captured.pair)
-            wants_model_label = store.get_setting("llm_labels", False) is True
-        if pair.status != "pending":
-            return None  # the same pair again, already decided
-        self.show(pair, platform or "")
-        if wants_model_label and getattr(self.ctx, "llm", None) is not None:
-            label_in_background(self.ctx.llm, pair, save_label)
+            confirming = llm is not None and settings.get(store, "confirm") is True
+            model = settings.get(store, "confirm_model")
+        if captured.detected and confirming:
+            decided = functools.partial(self.post_llm_call_confirmed, captured.pair)
+            confirm_in_background(llm, model, captured.pair, decided, refitted)
+            return None
+        if captured.detected and llm is not None and not standalone(captured.pair, refitted):
+            return None  # a candidate only, and nothing will confirm it
+        self.keep(captured.pair)
         return None
+
+    @guarded()
+    def post_llm_call_confirmed(self, new_pair: NewPair, decision) -> None:
+        """Stage 2's decision on a candidate (on the confirmation's thread): a card, or nothing."""
+        if decision.is_correction:
+            self.keep(dataclasses.replace(new_pair, kind=decision.kind, label=decision.label or new_pair.label))
+
+    def keep(self, new_pair: NewPair) -> None:
+        """Store a captured pair as pending and show its card."""
+        with open_store() as store:
+            pair = store.add_pair(new_pair)
+        if pair.status == "pending":  # else the same pair again, already decided
+            self.show(pair, new_pair.platform)
 
     @guarded()
     def pre_gateway_dispatch(self, event=None, gateway=None, **_):
@@ -141,10 +161,10 @@ class IchorPlugin:
             if pair is None or pair.status != "pending":
                 self.board.close(open_card.pair_id)
                 return None  # decided elsewhere meanwhile: the letter is not ours any more
-            outcome = commands.run(store, f"{choice} {open_card.pair_id}")
+            outcome = commands.decide(commands.Context(store, CHAT), choice, [open_card.pair_id])
         self.board.close(open_card.pair_id)
         if open_card.post is not None:
-            open_card.post.replace(outcome)
+            open_card.post.replace(outcome.text)
         return {"action": "skip", "reason": f"ichor: {choice} pair #{open_card.pair_id}"}
 
     @guarded()
@@ -156,17 +176,21 @@ class IchorPlugin:
     @guarded(fallback=lambda exc: f"ichor: {type(exc).__name__}: {exc}")
     def command(self, raw_args: str = "", *args, **kwargs) -> str:
         with open_store() as store:
-            reply = commands.run(store, raw_args or "", scope=session_scope(""))
-        self._settle_card(raw_args or "", reply)
-        return reply
+            result = commands.run_chat(store, raw_args or "", scope=session_scope(""))
+        self._settle_cards(result)
+        return result.text
 
     # ---- the card -----------------------------------------------------------------------------
 
     def show(self, pair, platform: str) -> None:
         route = current_route.get()
-        if can_post(route):
+        if route is not None and can_post(route):
             dm = route.chat_type == "dm"
-            text = card.render_card(pair) if dm else card.render_card(pair, choices=card.manual_choices(pair.id))
+            text = (
+                card.render_card(pair)
+                if dm
+                else card.render(pair, "chat", choices=commands.choices_line(pair.id, CHAT))
+            )
             post = ChatPost(route)
             post.send(
                 text,
@@ -183,34 +207,22 @@ class IchorPlugin:
                 ),
             )
         elif platform in ("cli", "tui"):
-            print_to_terminal(card.render_card(pair, choices=card.manual_choices(pair.id)))
+            print_to_terminal(card.render(pair, "chat", choices=commands.choices_line(pair.id, CHAT)))
         # elsewhere there is no surface: the pair waits for /ichor review
 
-    def _settle_card(self, raw_args: str, reply: str) -> None:
+    def _settle_cards(self, result: Result) -> None:
         """``/ichor keep 4`` while card #4 is open: update that card too."""
-        words = raw_args.split()
-        if len(words) == 2 and words[0].lower() in ("keep", "share", "discard") and words[1].isdigit():
-            if reply.startswith("ichor:"):
-                return  # an error, nothing was decided
-            open_card = self.board.close(int(words[1]))
+        if not result.ok:
+            return
+        for pair_id in result.decided:
+            open_card = self.board.close(pair_id)
             if open_card is not None and open_card.post is not None:
-                open_card.post.replace(reply)
-
-
-@guarded()
-def save_label(pair_id: int, label: str) -> None:
-    with open_store() as store:
-        store.set_label(pair_id, label)
-
-
-ACTIVE: IchorPlugin | None = None
+                open_card.post.replace(result.text)
 
 
 def register(ctx) -> None:
     """Hermes' entry point: wire the hooks and the ``/ichor`` command."""
-    global ACTIVE
     plugin = IchorPlugin(ctx)
     for name in HOOKS:
         ctx.register_hook(name, getattr(plugin, name))
     ctx.register_command(COMMAND, plugin.command, description=COMMAND_HELP, args_hint=COMMAND_HINT)
-    ACTIVE = plugin

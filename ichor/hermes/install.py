@@ -1,9 +1,10 @@
 """The directory install: ``$HERMES_HOME/plugins/ichor/`` with the manifest and a two-line loader.
 
 The loader only imports ``ichor.hermes.register``, so the ``ichor`` package itself must be
-installed in Hermes' Python environment (``pip install ichor``, or ``pip install -e .`` from a
+installed in Hermes' Python environment (``pip install hermes-ichor``, or ``pip install -e .`` from a
 checkout). Installed that way, Hermes also finds ichor through its ``hermes_agent.plugins`` entry
-point; the directory install is for setups that prefer a visible plugin folder.
+point; the directory install is for setups that prefer a visible plugin folder. The repository's
+``hermes-plugin/`` folder holds the same two files, for ``hermes plugins install OWNER/REPO/hermes-plugin``.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from .. import paths
 
-LOADER = '''"""ichor, installed by `ichor install-plugin`. The code lives in the installed `ichor` package."""
+LOADER = '''"""ichor for Hermes. The code is the installed `ichor` package: pip install hermes-ichor."""
 
 from ichor.hermes import register  # noqa: F401
 '''

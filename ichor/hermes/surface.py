@@ -107,6 +107,8 @@ class ChatPost:
     def send(self, text: str, on_sent: Callable[[ChatPost], None] | None = None) -> None:
         """Send ``text`` to the chat after the current message's task is done. Safe from any thread."""
         loop = self.route.loop
+        if loop is None:
+            return  # can_post() said no: there is no gateway loop to send on
 
         async def deliver() -> None:
             try:
@@ -136,7 +138,9 @@ class ChatPost:
 
     def replace(self, text: str) -> None:
         """Edit the posted message to ``text``; send it as a new message where editing fails."""
-        route = self.route
+        route, loop = self.route, self.route.loop
+        if loop is None:
+            return
 
         async def edit() -> None:
             try:
@@ -148,7 +152,7 @@ class ChatPost:
             except Exception as exc:
                 log.warning("ichor: could not update the card in %s: %s", route.scope, exc)
 
-        _call_on_loop(route.loop, lambda: route.loop.create_task(edit()))
+        _call_on_loop(loop, lambda: loop.create_task(edit()))
 
 
 def _call_on_loop(loop: asyncio.AbstractEventLoop, fn: Callable[[], Any]) -> None:

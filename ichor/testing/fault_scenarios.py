@@ -98,7 +98,7 @@ class DiskFull:
         def full(*args, **kwargs):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        for name in ("_write", "_write_data_file"):
+        for name in ("_transaction", "_mirror"):
             self.saved[name] = getattr(store.Store, name)
             setattr(store.Store, name, full)
 
@@ -185,6 +185,7 @@ def run(spec: dict) -> dict:
             seen = len(tap.lines)
             try:
                 result = agent.run_conversation(step["user"], conversation_history=messages)
+                hs._wait_for_confirmations()  # the card's half of the turn runs under the same fault
             finally:
                 if faulty:
                     fault.off()

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -34,6 +36,22 @@ SCRUBBED_ENV = (
 
 # --------------------------------------------------------------------------------- the stub model
 
+# In every prompt of ichor's stage-2 confirmation (``ichor.confirm``), never in a turn's messages.
+CONFIRMATION = "NEW MESSAGE (user) - classify this one"
+_SECTION = re.compile(r"^=== (.+?) ===\n(.*?)(?=\n\n=== )", re.S | re.M)
+
+
+def agreeing_host(body: dict) -> str:
+    """What the stub answers a confirmation unless a scenario says otherwise: a host model that decides as
+    stage 1 does at its standalone point, so a scenario not about stage 2 captures what it did before it.
+    No label of its own, so the detector's stays."""
+    from ichor import confirm
+
+    sections = dict(_SECTION.findall(body["messages"][-1]["content"]))
+    texts = ["" if (t := sections.get(title, "")) == "(empty)" else t for _, title in confirm.SECTIONS]
+    found = confirm.stage1(confirm.Window(*texts), "standalone")
+    return json.dumps({"is_correction": found.is_correction, "kind": found.kind, "label": None})
+
 
 class StubLLM:
     """Answers each chat completion with the next scripted reply (or a default)."""
@@ -41,8 +59,13 @@ class StubLLM:
     def __init__(self, default: str = "stub answer"):
         self.default = default
         self.replies: list[str] = []
-        self.reply_when: dict[str, str] = {}  # a fixed answer for requests whose messages contain the key
+        # A fixed answer for requests whose messages contain the key. A confirmation running in the
+        # background has its own, so it never takes a reply scripted for a turn.
+        self.reply_when: dict[str, str | Callable[[dict], str]] = {CONFIRMATION: agreeing_host}
+        self.delay_when: dict[str, float] = {}  # seconds to wait before answering such requests
+        self.fail_when: list[str] = []  # answer such requests with HTTP 500
         self.requests: list[dict] = []
+        self.auth: list[str | None] = []  # the Authorization header of each chat request
         self._lock = threading.Lock()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
@@ -58,10 +81,16 @@ class StubLLM:
         with self._lock:
             self.requests.append(body)
             text = json.dumps(body.get("messages", []))
-            for needle, reply in self.reply_when.items():
+            for needle, reply in reversed(self.reply_when.items()):  # keys added later win
                 if needle in text:
-                    return reply
+                    return reply(body) if callable(reply) else reply
             return self.replies.pop(0) if self.replies else self.default
+
+    def trouble(self, body: dict) -> tuple[float, bool]:
+        """(delay, fail) for a request, from ``delay_when`` and ``fail_when``."""
+        text = json.dumps(body.get("messages", []))
+        delay = max([s for needle, s in self.delay_when.items() if needle in text], default=0.0)
+        return delay, any(needle in text for needle in self.fail_when)
 
     def _handler(self):
         stub = self
@@ -92,11 +121,19 @@ class StubLLM:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._json(404, {"error": {"message": "not found"}})
                     return
-                text = stub.next_reply(body)
-                if body.get("stream"):
-                    self._stream(text)
-                else:
-                    self._json(200, _completion(text))
+                stub.auth.append(self.headers.get("Authorization"))
+                delay, fail = stub.trouble(body)
+                text = stub.next_reply(body)  # recorded as it arrives, however it is answered
+                time.sleep(delay)
+                try:
+                    if fail:
+                        self._json(500, {"error": {"message": "stub failure", "type": "server_error"}})
+                    elif body.get("stream"):
+                        self._stream(text)
+                    else:
+                        self._json(200, _completion(text))
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client stopped waiting (its timeout)
 
             def _stream(self, text: str) -> None:
                 self.send_response(200)
@@ -149,14 +186,20 @@ def _chunk(delta: dict, finish: str | None) -> dict:
 # ------------------------------------------------------------------------------- the Hermes home
 
 
-def write_home(home: Path, base_url: str, plugins: list[str] | tuple[str, ...] = ("ichor",)) -> Path:
+def write_home(
+    home: Path, base_url: str, plugins: list[str] | tuple[str, ...] = ("ichor",), entries: dict | None = None
+) -> Path:
+    """``entries`` becomes ``plugins.entries`` (per-plugin settings such as ``llm.allow_model_override``)."""
     home.mkdir(parents=True, exist_ok=True)
     enabled = "\n".join(f"    - {p}" for p in plugins) or "    []"
     (home / "config.yaml").write_text(
         "model:\n  default: stub-model\n  provider: custom\n"
         f"  base_url: {base_url}\n"
-        "plugins:\n  enabled:\n" + enabled + "\n"
-        "compression:\n  enabled: false\n"
+        "plugins:\n  enabled:\n"
+        + enabled
+        + "\n"
+        + (f"  entries: {json.dumps(entries)}\n" if entries else "")
+        + "compression:\n  enabled: false\n"
         "approvals:\n  destructive_slash_confirm: false\n"
     )
     return home

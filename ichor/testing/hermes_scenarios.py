@@ -8,12 +8,13 @@ what a recording platform adapter was asked to send or edit, and ichor's log lin
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
 from pathlib import Path
 
-from ichor.testing.hermes_harness import StubLLM, write_home
+from ichor.testing.hermes_harness import CONFIRMATION, StubLLM, write_home
 
 
 class LogTap(logging.Handler):
@@ -31,7 +32,9 @@ def run(spec: dict) -> dict:
     home = Path(os.environ["HERMES_HOME"])
     stub = StubLLM(default=spec.get("default_reply", "stub answer"))
     stub.reply_when.update(spec.get("reply_when", {}))
-    write_home(home, stub.base_url, spec.get("plugins", ["ichor"]))
+    stub.delay_when.update(spec.get("delay_when", {}))
+    stub.fail_when.extend(spec.get("fail_when", []))
+    write_home(home, stub.base_url, spec.get("plugins", ["ichor"]), spec.get("plugin_entries"))
     for name in spec.get("install_dirs", []):
         _install_directory_plugin(home, name)
     _skip_environment_probe()
@@ -132,6 +135,14 @@ def _mend_store() -> None:
         setattr(store.Store, name, _INTACT.pop(name))
 
 
+def _ichor_plugin():
+    """The IchorPlugin Hermes registered: the owner of its /ichor handler."""
+    from hermes_cli.plugins import get_plugin_command_handler
+
+    handler = get_plugin_command_handler("ichor")
+    return getattr(handler, "__self__", None)
+
+
 def _discover(spec: dict | None = None):
     from hermes_cli.plugins import PluginManager, discover_plugins
 
@@ -183,13 +194,17 @@ def history_for(op, messages: list[dict]) -> list[dict]:
 
 def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     _break(spec.get("break", ()))
+    if "confirm_timeout" in spec:
+        from ichor import confirm
+
+        confirm.TIMEOUT = spec["confirm_timeout"]
     _discover(spec)
     for key, value in spec.get("settings", {}).items():
         from ichor.store import Store
 
         with Store.open(home) as store:
             store.set_setting(key, value)
-    responses, timings = [], []
+    responses, timings, pairs_per_turn = [], [], []
     for session in spec["sessions"]:
         agent = _agent(stub, session.get("platform", "cli"), session.get("stream", True))
         messages: list[dict] = []
@@ -199,31 +214,35 @@ def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
             started = time.perf_counter()
             result = agent.run_conversation(step["user"], conversation_history=messages)
             timings.append(time.perf_counter() - started)
+            if spec.get("count_pairs_per_turn"):  # what the store held when the turn came back
+                pairs_per_turn.append(len(_pairs()))
             responses.append(result["final_response"])
             messages = result["messages"]
         if session.get("finalize"):  # what the CLI fires when it shuts down (cli.py, reason="shutdown")
             from hermes_cli.plugins import invoke_hook
 
             invoke_hook("on_session_finalize", session_id=agent.session_id, platform="cli", reason="shutdown")
-    _wait_for_label_threads()
-    import ichor.hermes as plugin
-
-    tracked = len(plugin.ACTIVE.tracker) if plugin.ACTIVE else None
+    _wait_for_confirmations()
+    plugin = _ichor_plugin()
+    tracked = len(plugin.tracker) if plugin else None
+    turn_calls = [r for r in stub.requests if CONFIRMATION not in json.dumps(r.get("messages", []))]
     return {
         "responses": responses,
         "pairs": _pairs(),
         "timings": timings,
         "tracked_sessions": tracked,
-        "model_calls": [r.get("stream", False) for r in stub.requests],
+        "model_calls": [r.get("stream", False) for r in turn_calls],
+        "confirm_calls": [r for r in stub.requests if r not in turn_calls],
+        "pairs_per_turn": pairs_per_turn,
     }
 
 
-def _wait_for_label_threads(timeout: float = 20) -> None:
+def _wait_for_confirmations(timeout: float = 30) -> None:
     import threading
 
     deadline = time.monotonic() + timeout
     for thread in threading.enumerate():
-        if thread.name.startswith("ichor-label-"):
+        if thread.name == "ichor-confirm":
             thread.join(max(0.0, deadline - time.monotonic()))
 
 
@@ -284,11 +303,10 @@ async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
     from gateway.run import GatewayRunner
     from gateway.session import SessionSource
 
-    import ichor.hermes as plugin
-
+    plugin = _ichor_plugin()
     clock = {"now": 1000.0}
-    if plugin.ACTIVE is not None:
-        plugin.ACTIVE.board.clock = lambda: clock["now"]
+    if plugin is not None:
+        plugin.board.clock = lambda: clock["now"]
     adapter = _recording_adapter()(can_edit=spec.get("can_edit", True))
     config = GatewayConfig(platforms={Platform.TELEGRAM: adapter.config})
     runner = GatewayRunner(config)
@@ -329,7 +347,7 @@ async def _drive_gateway(spec: dict, stub: StubLLM) -> dict:
         "sent": adapter.sent,
         "edits": adapter.edits,
         "pairs": _pairs(),
-        "open_cards": len(plugin.ACTIVE.board.open_cards()) if plugin.ACTIVE else 0,
+        "open_cards": len(plugin.board.open_cards()) if plugin else 0,
     }
 
 

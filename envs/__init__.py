@@ -1,0 +1,1 @@
+"""Environments for RL trainers built on ichor's pairs."""

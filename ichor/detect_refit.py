@@ -1,0 +1,173 @@
+"""Refit the detector from one profile's own decisions (pure Python: runs inside Hermes' environment).
+
+Every keep/share on a card is a positive and every discard a negative.  ``note_decision`` records the
+window's hashed feature ids (never its text: a discard deletes the text) in
+``detector-decisions.jsonl`` beside the profile's store.  ``refit`` then finds the weights that best
+explain those decisions while staying close to the shipped model: each shipped weight is held by its
+Laplace precision, the curvature the shipped training data put on it, so it stands for that data
+without shipping it.  The result is written to ``detector.json`` beside the store; the shipped model
+stays the fallback, and its out-of-source thresholds are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+from . import detect_model
+from .detect import Window, model_name
+from .detect_features import features
+
+log = logging.getLogger(__name__)
+
+DECISIONS = "detector-decisions.jsonl"
+PROFILE_MODEL = "detector.json"
+REFIT_EVERY = 50
+# One decision counts as this many shipped training windows (their weights average 1).
+DECISION_WEIGHT = 5.0
+STEPS = 60
+
+
+def profile_dir(store) -> Path:
+    return Path(store.path).parent
+
+
+def profile_model_path(store) -> Path:
+    return profile_dir(store) / PROFILE_MODEL
+
+
+def window_ids(window: Window, model: dict) -> dict[str, list[int]]:
+    """The window's hashed features under each linear model of ``model``."""
+    return {
+        name: detect_model.feature_ids(features(window, tuple(linear["families"])))
+        for name, linear in model["models"].items()
+    }
+
+
+def note_decision(
+    store, prev_user: str, prev_assistant: str, user: str, assistant: str, positive: bool, key: str | None = None
+) -> None:
+    """Append one decision (hashed features only) to the profile's decision log; a later decision with the
+    same ``key`` (a pair's uid) replaces an earlier one."""
+    window = Window.of(prev_user, prev_assistant, user, assistant)
+    record = {"y": int(bool(positive)), "model": model_name(window), "ids": window_ids(window, detect_model.shipped())}
+    record.update(t=round(time.time(), 3), key=key)
+    path = profile_dir(store) / DECISIONS
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps(record) + "\n")
+
+
+def note_pair(store, pair, positive: bool) -> None:
+    """Record a card decision on a captured correction or retry (the window it was detected in)."""
+    if pair.kind not in ("correction", "retry"):
+        return
+    prompt = pair.prompt or [{}]
+    prev_user = str(prompt[-1].get("content", "")) if isinstance(prompt[-1], dict) else ""
+    note_decision(store, prev_user, pair.rejected, pair.user_said, pair.accepted, positive, key=pair.uid)
+
+
+def load_decisions(store) -> list[dict]:
+    path = profile_dir(store) / DECISIONS
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out: dict = {}
+    for n, line in enumerate(lines):
+        try:
+            rec = json.loads(line)
+            decision = {"y": int(rec["y"]), "ids": {k: [int(i) for i in v] for k, v in rec["ids"].items()}}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # a torn last line after a crash: skip it, keep the rest
+        out[rec.get("key") or n] = decision
+    return list(out.values())
+
+
+def update(linear: dict, examples: list[tuple[list[int], int]], weight: float = DECISION_WEIGHT) -> dict:
+    """MAP logistic regression on ``examples``, each weight pulled toward the shipped one by its precision.
+
+    Diagonal Newton steps, damped; only the bias and the weights of features the examples carry move."""
+    w0, prec = linear["weights"], linear.get("precision", {})
+    prior = float(linear.get("prior", 1.0))
+    touched = sorted({i for ids, _ in examples for i in ids})
+    w = {i: w0.get(i, 0.0) for i in touched}
+    bias = linear["bias"]
+    for _ in range(STEPS):
+        grad = {i: prec.get(i, prior) * (w[i] - w0.get(i, 0.0)) for i in touched}
+        curv = {i: prec.get(i, prior) for i in touched}
+        g_bias, h_bias = 0.0, 1e-3
+        for ids, y in examples:
+            z = max(-30.0, min(30.0, bias + sum(w[i] for i in ids)))
+            p = 1.0 / (1.0 + math.exp(-z))
+            for i in ids:
+                grad[i] += weight * (p - y)
+                curv[i] += weight * p * (1 - p)
+            g_bias += weight * (p - y)
+            h_bias += weight * p * (1 - p)
+        for i in touched:
+            w[i] -= 0.5 * grad[i] / curv[i]
+        # The bias has no prior in the shipped fit; a weak one here keeps a handful of decisions from flipping it.
+        bias -= 0.5 * (g_bias + (bias - linear["bias"])) / (h_bias + 1.0)
+    weights = dict(w0)
+    weights.update(w)
+    return dict(linear, weights=weights, bias=bias)
+
+
+def _agreement(linear: dict, examples: list[tuple[list[int], int]]) -> int:
+    t = detect_model.threshold(linear, "standalone")
+    return sum((detect_model.score(ids, linear) >= t) == bool(y) for ids, y in examples)
+
+
+def refit(store, *, weight: float = DECISION_WEIGHT, base: dict | None = None) -> dict:
+    """Refit from the profile's decisions, write the profile model, and report the change."""
+    base = base or detect_model.shipped()
+    decisions = load_decisions(store)
+    report = {"decisions": len(decisions), "positives": sum(d["y"] for d in decisions), "models": {}}
+    if not decisions:
+        report["written"] = None
+        return report
+    models = {}
+    for name, linear in base["models"].items():
+        examples = [(d["ids"][name], d["y"]) for d in decisions if name in d["ids"]]
+        models[name] = update(linear, examples, weight) if examples else linear
+        report["models"][name] = {
+            "agree_before": _agreement(linear, examples),
+            "agree_after": _agreement(models[name], examples),
+            "of": len(examples),
+        }
+    path = profile_model_path(store)
+    detect_model.dump(dict(base, models=models, refit={"decisions": len(decisions), "at": time.time()}), path)
+    report["written"] = str(path)
+    return report
+
+
+def maybe_refit(store, every: int = REFIT_EVERY) -> dict | None:
+    """Refit once ``every`` new decisions have come in since the last refit; None when it is not time yet."""
+    done = 0
+    try:
+        done = int(json.loads(profile_model_path(store).read_text(encoding="utf-8"))["refit"]["decisions"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    if len(load_decisions(store)) - done < every:
+        return None
+    return refit(store)
+
+
+def forget(store) -> None:
+    """Delete the profile's decision log and refitted model (the shipped model takes over again)."""
+    for name in (DECISIONS, PROFILE_MODEL):
+        (profile_dir(store) / name).unlink(missing_ok=True)
+
+
+def learn(store, pair, positive: bool) -> dict | None:
+    """Record a card decision and refit when enough have come in. Never raises: learning is a side effect
+    of a keep/share/discard, which must succeed whatever happens here."""
+    try:
+        note_pair(store, pair, positive)
+        return maybe_refit(store)
+    except Exception as exc:  # noqa: BLE001 - any failure here must not block the user's decision
+        log.warning("ichor: detector refit skipped (%s)", exc)
+        return None

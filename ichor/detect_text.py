@@ -1,0 +1,64 @@
+"""The judged window and the text helpers the detector's rules and features share.
+
+Every input is cut to ``MAX_CHARS`` once, and rules and features look only at bounded heads of each
+text, so hostile input cannot stall a turn.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_CHARS = 20000
+# Only the start of each text carries the signal the features look at; this also bounds cost.
+USER_HEAD = 600
+ASSISTANT_HEAD = 240
+PREV_HEAD = 2000
+
+
+@dataclass(frozen=True)
+class Window:
+    """One judged exchange: the previous request and answer, the message, and the reply to it ("" when unknown)."""
+
+    prev_user: str
+    prev_assistant: str
+    user: str
+    assistant: str
+
+    @classmethod
+    def of(cls, prev_user, prev_assistant, user, assistant) -> Window:
+        return cls(*(cut(x) for x in (prev_user, prev_assistant, user, assistant)))
+
+
+def cut(text) -> str:
+    """Any value as text, cut to MAX_CHARS (None is "")."""
+    if text is None:
+        return ""
+    if not isinstance(text, str):
+        text = str(text)
+    return text[:MAX_CHARS]
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+_TOKEN = re.compile(r"[a-z0-9']{1,30}|[\u3040-\u30ff\u3400-\u9fff]")
+
+
+def tokens(text: str, limit: int) -> list[str]:
+    out = []
+    for m in _TOKEN.finditer(text.lower()):
+        out.append(m.group())
+        if len(out) >= limit:
+            break
+    return out
+
+
+def jaccard(a: set, b: set) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def bucket(name: str, value: float, edges: tuple[float, ...]) -> str:
+    i = sum(value >= e for e in edges)
+    return f"{name}{i}"

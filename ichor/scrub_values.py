@@ -1,0 +1,125 @@
+"""What a candidate secret value is: a placeholder or template that must stay, or something worth removing.
+
+Shared by the scrubber's own finders (ichor/scrub.py) and the catalogue rows (ichor/scrub_catalogue.py), so a
+placeholder is kept whichever rule would have matched it.
+
+>>> is_placeholder("sk-...your key...") and is_placeholder("AKIAIOSFODNN7EXAMPLE") and is_placeholder("ghp_XXXXXXXX")
+True
+>>> is_template("${DB_PASSWORD}") and not is_template("$ecretPa55")
+True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+# Marks of a value written to be replaced (looked for in its lower case): documentation keys (AWS's ...EXAMPLE),
+# runs of X or *, ellipses and "your ... here". Counting sequences (abcdefghij…, 1234567890…) are not marks: test
+# and demo keys are written that way and are still shaped like real ones, so they go.
+_PLACEHOLDER_MARKS = (
+    "xxxx",
+    "***",
+    "...",
+    "\u2026",
+    "00000000",
+    "example",
+    "your_",
+    "your-",
+    "your ",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "change-me",
+    "replaceme",
+    "replace_me",
+    "replace-me",
+    "redacted",
+)
+_MARK = re.compile("|".join(re.escape(m) for m in _PLACEHOLDER_MARKS))
+_ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
+_SAMPLE_WORD = re.compile(r"(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])")
+# A value that names what belongs there instead of being it: PASSWORD, YOUR_TOKEN, DB_PASS.
+_NAMING_VALUE = re.compile(r"[A-Z][A-Z_]{1,40}")
+_WORD_VALUES = {
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "pw",
+    "secret",
+    "token",
+    "key",
+    "apikey",
+    "api_key",
+    "changeit",
+    "hunter2",
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "str",
+    "string",
+    "int",
+    "bytes",
+    "optional",
+    "secretstr",
+    "secretbytes",
+    "required",
+}
+
+# A reference to a value held elsewhere: ${PW}, $PW, $(cmd), %PW%, %s, {{ pw }}, {pw}, <password>, [password].
+# Shell and batch variables are one case (gitleaks' rule), so "$ecretPa55" is a password, not a variable.
+_TEMPLATE = re.compile(
+    r"\$\{[^{}]{1,80}\}|\$\([^()]{1,80}\)|\$(?:[A-Z_][A-Z0-9_]{0,60}|[a-z_][a-z0-9_]{0,60})|\$\d{1,2}|"
+    r"%(?:[A-Z_][A-Z0-9_]{0,60}|[a-z_][a-z0-9_]{0,60})%|%(?:\([\w.]{1,40}\))?[-+# 0]?\d*[sdrfx]|"
+    r"\{\{.{0,200}\}\}|\$\{\{.{0,200}\}\}|\{[\w.]{0,40}\}|<%.{0,200}%>|<[^<>]{1,60}>|\[[^\[\]]{1,60}\]|"
+    r"\*+|#+|\.+|-+|_+|\?+"
+)
+_TEMPLATE_STARTS = ("${", "{{", "<%", "$(", "%(")
+# Code where a value should be: os.environ[...], process.env.X, getenv("X"), a call.
+_CODE_STARTS = ("process.env", "os.environ", "os.getenv", "getenv", "env(", "env.", "environ", "secrets.", "vars.")
+
+
+# Placeholders are typed by hand: a longer value is data, whatever it contains.
+_LONGEST_PLACEHOLDER = 200
+
+
+def shannon_entropy(value: str) -> float:
+    """Bits per character, as gitleaks computes it for a rule's entropy limit."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def is_placeholder(value: str) -> bool:
+    """A value written to be replaced, not a real secret."""
+    if not value:
+        return True
+    if len(value) > _LONGEST_PLACEHOLDER:
+        return len(set(value[:64])) == 1 and len(set(value)) == 1
+    if value.lower() in _WORD_VALUES or len(set(value)) == 1:
+        return True
+    if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
+        return True
+    low = value.lower()
+    if _MARK.search(low) or ("<" in value and _ANGLE_NAME.search(value)):
+        return True
+    return _SAMPLE_WORD.search(low) is not None
+
+
+def is_template(value: str) -> bool:
+    """A reference to a value held elsewhere (a variable, a template, code), not a value."""
+    start = value[:32].lower()  # the code prefixes are short; lower-casing a long value would cost its length
+    return (
+        _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or start.startswith(_CODE_STARTS)
+    )
+
+
+def kept_value(value: str) -> bool:
+    """True when ``value`` must stay: a placeholder or a reference."""
+    return is_placeholder(value) or is_template(value)

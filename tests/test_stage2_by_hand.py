@@ -1,0 +1,48 @@
+"""The by-hand stage-2 measurement: whole repositories are sampled, and answers are scored against labels."""
+
+import json
+
+from bench import stage2_by_hand as s2
+
+
+def rows(repo, n, kind):
+    user = "thanks, perfect" if kind == "none" else "no, make it human readable"
+    return [
+        {
+            "id": f"{repo.replace('/', '_')}-{i}",
+            "source": f"{repo}@abc:log.md",
+            "prev_user": "list files",
+            "prev_assistant": "ls -S",
+            "user": user,
+            "assistant": "ok",
+            "kind": kind,
+            "is_correction": kind != "none",
+        }
+        for i in range(n)
+    ]
+
+
+DATA = rows("a/one", 3, "correction") + rows("b/two", 4, "none") + rows("c/three", 5, "retry")
+
+
+def test_sample_takes_whole_repositories_in_a_seeded_order():
+    chosen = s2.sample(DATA, 4, seed=1)
+    assert chosen == s2.sample(DATA, 4, seed=1) and len(chosen) >= 4
+    for repo in {s2.repository(r) for r in chosen}:
+        assert [r for r in chosen if s2.repository(r) == repo] == [r for r in DATA if s2.repository(r) == repo]
+
+
+def test_score_counts_stage_two_alone_and_with_stage_one():
+    answers = {r["id"]: json.dumps({"kind": "correction" if r["kind"] == "correction" else "none"}) for r in DATA}
+    report = s2.score(DATA, answers)
+    alone = report["stage2 alone"]
+    assert (alone["precision"]["k"], alone["precision"]["n"], alone["recall"]["n"]) == (3, 3, 8)  # retries missed
+    assert (report["n"], report["positives"], report["repositories"]) == (12, 8, 3)
+
+
+def test_prompts_are_the_exact_messages_and_hold_no_label(tmp_path):
+    s2.write_prompts(DATA[:1], tmp_path)
+    system, user = s2.confirmation_messages(s2.window(DATA[0]))
+    assert (tmp_path / "a_one-0.txt").read_text() == user["content"]
+    assert (tmp_path / "SYSTEM.txt").read_text() == system["content"]
+    assert '"kind"' not in user["content"]
