@@ -11,7 +11,7 @@ export HF_HUB_DISABLE_TELEMETRY := 1
 export WANDB_MODE := disabled
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install test lint demo bench clean
+.PHONY: install test lint demo bench gpu-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,7 @@ lint: install
 demo: install
 	@test -d .git || (git init -q && git add -A && git -c user.name=ichor -c user.email=ichor@localhost commit -qm "ichor workspace")
 	@test -d .dvc || $(BIN)/dvc init -q
+	@mkdir -p data/pairs
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 	$(BIN)/python -m pipelines.summary
 
@@ -50,6 +51,10 @@ $(VENV)/.ichor-bench-installed: pyproject.toml | $(STAMP)
 
 bench: install $(VENV)/.ichor-bench-installed
 	$(BIN)/python -m bench.run
+
+# On a CUDA machine: the train stage with each accelerate config that fits one GPU; bf16 tokens/s and peak memory.
+gpu-check: install
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m bench.gpu_check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

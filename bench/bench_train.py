@@ -70,7 +70,38 @@ def run_timed(cmd: list[str]) -> tuple[float, subprocess.CompletedProcess]:
     return wall, proc
 
 
+def ours_params(work: Path, s: dict) -> Path:
+    """The workspace's params.yaml with the bare script's settings (fixed steps, constant LR, plain DPO loss,
+    no validation pass), so both trainers do the same work."""
+    import yaml
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params["dpo"].update(
+        max_steps=s["steps"],
+        per_device_train_batch_size=s["batch_size"],
+        max_length=s["max_length"],
+        learning_rate=s["lr"],
+        beta=s["beta"],
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        loss_type=["sigmoid"],
+        loss_weights=None,
+        eval_strategy="no",
+        save_strategy="no",
+        load_best_model_at_end=False,
+        gradient_checkpointing=False,
+        seed=0,
+    )
+    params["lora"].update(r=s["r"], lora_alpha=s["alpha"], lora_dropout=0.0)
+    path = work / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def ours_cmd(base: Path, train_file: Path, work: Path, s: dict, accelerate_config: str) -> list[str]:
+    data = work / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "dpo_train.jsonl").write_bytes(train_file.read_bytes())
     return [
         sys.executable,
         "-m",
@@ -82,37 +113,19 @@ def ours_cmd(base: Path, train_file: Path, work: Path, s: dict, accelerate_confi
         "-m",
         "pipelines.train",
         "--params",
-        str(REPO / "params.yaml"),
+        str(ours_params(work, s)),
         "--base",
         str(base),
-        "--train-file",
-        str(train_file),
+        "--data",
+        str(data),
         "--out",
         str(work / "ours"),
         "--metrics",
         str(work / "ours.json"),
-        "--plot",
-        str(work / "loss.json"),
-        "--steps",
-        str(s["steps"]),
-        "--batch-size",
-        str(s["batch_size"]),
-        "--max-length",
-        str(s["max_length"]),
-        "--lora-r",
-        str(s["r"]),
-        "--lora-alpha",
-        str(s["alpha"]),
-        "--learning-rate",
-        str(s["lr"]),
-        "--beta",
-        str(s["beta"]),
-        "--gradient-checkpointing",
-        "false",
-        "--seed",
-        "0",
-        "--target-modules",
-        "q_proj,k_proj,v_proj,o_proj",
+        "--log",
+        str(work / "log.jsonl"),
+        "--plots",
+        str(work / "plots"),
     ]
 
 
@@ -183,7 +196,7 @@ def export_rows(work: Path) -> Path:
         return ready
     from ichor.export import ExportConfig, load_records, write_export
 
-    write_export(load_records(REPO / "data" / "sample"), work / "export", ExportConfig(0.25, 0, True))
+    write_export(load_records(REPO / "data" / "sample"), work / "export", ExportConfig())
     return work / "export" / "dpo_train.jsonl"
 
 

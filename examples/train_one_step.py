@@ -9,8 +9,10 @@ from the SmolLM2 wheel). It uses the same trainer as the pipeline's ``train`` st
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,27 +23,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     args = parser.parse_args(argv)
 
-    from pipelines.common import PipelineError
-    from pipelines.train import TrainConfig, build_trainer, loss_recorder
+    from pipelines.common import PipelineError, load_params
+    from pipelines.train import build_trainer
 
-    recorder = loss_recorder()
+    # The pipeline's own params, shortened to a few steps with no validation pass.
+    params = load_params(Path(__file__).resolve().parents[1] / "params.yaml")
+    params["dpo"].update(
+        max_steps=args.steps,
+        learning_rate=args.learning_rate,
+        per_device_train_batch_size=2,
+        max_length=256,
+        eval_strategy="no",
+        save_strategy="no",
+        load_best_model_at_end=False,
+    )
     with tempfile.TemporaryDirectory() as out:
-        config = TrainConfig(
-            base=args.model,
-            train_file=args.dpo_jsonl,
-            out=out,
-            steps=args.steps,
-            learning_rate=args.learning_rate,
-            batch_size=2,
-            max_length=256,
-        )
+        data = Path(out) / "data"
+        data.mkdir()
         try:
-            trainer = build_trainer(config, [recorder])
-        except PipelineError as exc:
+            shutil.copyfile(args.dpo_jsonl, data / "dpo_train.jsonl")
+            paths = argparse.Namespace(base=args.model, data=str(data), out=f"{out}/adapter")
+            trainer, _ = build_trainer(paths, params)
+        except (PipelineError, OSError) as exc:
             print(f"train_one_step: {exc}", file=sys.stderr)
             return 2
         trainer.train()
-    losses = [round(p["loss"], 4) for p in recorder.points]
+    losses = [round(e["loss"], 4) for e in trainer.state.log_history if "loss" in e]
     print(f"DPOTrainer ran {len(losses)} step(s) on {len(trainer.train_dataset)} pairs. losses: {losses}")
     return 0
 

@@ -6,43 +6,43 @@
 * Every text is scrubbed again (idempotent on already-scrubbed text); what was removed is counted.
 * Exact duplicates and pairs whose accepted answer equals the rejected one are dropped.
 
+Reads the user's pairs and/or the bundled samples as ``data.include_samples`` says, prints which it used
+(and a warning below ``data.min_pairs``), and streams ``--out`` one record at a time (only a digest per
+record is kept, for duplicates), writing the counts and the data version to ``--metrics``.
+
 When the plugin's pair store is visible (``$HERMES_HOME/plugin-data/ichor/ichor.db``), a file whose pair
 that store no longer has (discarded, forgotten, or made pending again) is dropped and counted; files of
 pairs the store never held (another profile's) are left to the other checks.
-
-Reads ``data.pairs_dir`` (falling back to ``data.sample_dir`` while it holds no pairs), writes
-``data/audited/pairs.jsonl`` and ``metrics/audit.json``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.common import PipelineError, parse_config, run, section, write_json
+from pipelines.common import PipelineError, config_from, params_of, path_args, run, write_json
 
 # The record fields that carry user or model text; the rest are ids, enums and timestamps.
 TEXT_FIELDS = ("user_said", "label", "prompt", "rejected", "accepted")
+INCLUDE_SAMPLES = ("auto", "always", "never")
 
 
 @dataclass
-class AuditConfig:
-    pairs_dir: str = field(default="data/pairs", metadata={"help": "the versioned data directory"})
-    sample_dir: str = field(default="data/sample", metadata={"help": "used when pairs_dir holds no pairs"})
-    fail_on_leak: bool = field(default=True, metadata={"help": "exit 1 if a known-format secret is found"})
-    out: str = field(default="data/audited/pairs.jsonl", metadata={"help": "the audited records"})
-    metrics: str = field(default="metrics/audit.json", metadata={"help": "where the counts go"})
+class DataParams:
+    include_samples: str
+    min_pairs: int
 
-    @classmethod
-    def from_params(cls, params: dict) -> AuditConfig:
-        data, audit = section(params, "data"), section(params, "audit")
-        return cls(
-            pairs_dir=data.get("pairs_dir", cls.pairs_dir),
-            sample_dir=data.get("sample_dir", cls.sample_dir),
-            fail_on_leak=bool(audit.get("fail_on_leak", True)),
-        )
+    def __post_init__(self):
+        if self.include_samples not in INCLUDE_SAMPLES:
+            raise PipelineError(f"params.yaml data.include_samples: one of {', '.join(INCLUDE_SAMPLES)}")
+
+
+@dataclass
+class AuditParams:
+    fail_on_leak: bool
 
 
 class LeakError(PipelineError):
@@ -75,21 +75,21 @@ def scrub_record(record: dict) -> tuple[dict, dict[str, int]]:
     return {**record, **cleaned}, {kind: n for kind, n in removed.items() if n}
 
 
-def content_key(record: dict) -> str:
-    return json.dumps([record["prompt"], record["rejected"], record["accepted"]], sort_keys=True, ensure_ascii=False)
+def content_digest(record: dict) -> str:
+    text = json.dumps([record["prompt"], record["rejected"], record["accepted"]], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def is_identical(record: dict) -> bool:
     return record["accepted"].strip() == record["rejected"].strip()
 
 
-def audit_records(records: Iterable[dict], fail_on_leak: bool = True) -> tuple[list[dict], dict]:
-    """Audit ``records``; returns the records to export and the counts for ``metrics/audit.json``."""
+def audit_records(records: Iterable[dict], stats: dict, fail_on_leak: bool = True) -> Iterator[dict]:
+    """Yield the records to export, audited, one at a time; ``stats`` is filled in as they pass."""
     from ichor.scrub import merge_counts
 
-    kept: list[dict] = []
     seen: set[str] = set()
-    stats = {"pairs_in": 0, "pairs_out": 0, "leaks_found": 0, "duplicates": 0, "identical": 0, "redactions": {}}
+    stats.update(pairs_in=0, pairs_out=0, leaks_found=0, duplicates=0, identical=0, redactions={})
     for record in records:
         stats["pairs_in"] += 1
         leaks = leaks_in(record)
@@ -102,15 +102,14 @@ def audit_records(records: Iterable[dict], fail_on_leak: bool = True) -> tuple[l
         if is_identical(record):
             stats["identical"] += 1
             continue
-        key = content_key(record)
-        if key in seen:
+        digest = content_digest(record)
+        if digest in seen:
             stats["duplicates"] += 1
             continue
-        seen.add(key)
-        kept.append(record)
-    stats["pairs_out"] = len(kept)
+        seen.add(digest)
+        stats["pairs_out"] += 1
+        yield record
     stats["redactions"] = dict(sorted(stats["redactions"].items()))
-    return kept, stats
 
 
 def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, batch: int = 500) -> Iterator[dict]:
@@ -143,50 +142,89 @@ def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, ba
                 pending = []
 
 
-def _has_pairs(folder: Path) -> bool:
+def has_pairs(folder: Path) -> bool:
     return folder.is_dir() and any(p.is_file() and not p.name.startswith(".") for p in folder.rglob("*.jsonl"))
 
 
-def pick_source(config: AuditConfig) -> tuple[Path, str]:
-    pairs = Path(config.pairs_dir)
-    if _has_pairs(pairs):
-        return pairs, "pairs"
-    sample = Path(config.sample_dir)
-    if not _has_pairs(sample):
-        raise PipelineError(f"no pairs in {pairs} and no sample pairs in {sample}")
-    return sample, "sample"
+def pick_sources(pairs: Path, samples: Path, include_samples: str) -> list[tuple[Path, str]]:
+    """The folders to read, by what ``data.include_samples`` says and what exists."""
+    chosen = []
+    if has_pairs(pairs):
+        chosen.append((pairs, "pairs"))
+    if include_samples == "always" or (include_samples == "auto" and not chosen):
+        if has_pairs(samples):
+            chosen.append((samples, "sample"))
+    if not chosen:
+        raise PipelineError(f"no pairs in {pairs}" + ("" if include_samples == "never" else f" nor in {samples}"))
+    return chosen
 
 
-def write_records(records: list[dict], out: str | Path) -> None:
+def data_version(folder: Path) -> str | None:
+    """The md5 ``dvc add`` recorded for ``folder`` (``folder.dvc``), when it is versioned that way."""
+    import yaml
+
+    dvc_file = folder.with_name(folder.name + ".dvc")
+    if not dvc_file.is_file():
+        return None
+    outs = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("outs") or [{}]
+    return outs[0].get("md5")
+
+
+def write_records(records: Iterable[dict], out: str | Path) -> None:
+    """Stream ``records`` to ``out``; a failure part-way leaves no file behind."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            for record in records:
+                fh.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
-def audit(config: AuditConfig) -> dict:
+def audit(paths, params: dict) -> dict:
+    from itertools import chain
+
     from ichor.export import load_records
     from ichor.paths import db_path
 
-    source, source_kind = pick_source(config)
+    data, settings = config_from(params, "data", DataParams), config_from(params, "audit", AuditParams)
+    sources = pick_sources(Path(paths.pairs), Path(paths.samples), data.include_samples)
+    stats: dict = {}
     store_stats: dict = {}
-    records = without_forgotten(load_records(source), db_path(), store_stats)
-    kept, stats = audit_records(records, config.fail_on_leak)
-    write_records(kept, config.out)
-    stats.update(store_stats, source=source_kind)
-    write_json(config.metrics, stats)
+    records = chain.from_iterable(load_records(folder) for folder, _ in sources)
+    records = without_forgotten(records, db_path(), store_stats)
+    write_records(audit_records(records, stats, settings.fail_on_leak), paths.out)
+    stats.update(store_stats, source="+".join(kind for _, kind in sources))
+    stats["data_version"] = data_version(Path(paths.pairs))
+    write_json(paths.metrics, stats)
+    used = " and ".join(f"{kind} ({folder})" for folder, kind in sources)
     print(
-        f"audit: {stats['pairs_in']} pairs from {source} ({source_kind}) → {stats['pairs_out']} kept; "
+        f"audit: {stats['pairs_in']} pairs from {used} → {stats['pairs_out']} kept; "
         f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical; "
         f"{stats['dropped_not_in_store']} dropped as no longer in the pair store ({stats['store']})"
     )
+    if stats["pairs_out"] < data.min_pairs:
+        print(
+            f"audit: warning: {stats['pairs_out']} pairs is below data.min_pairs ({data.min_pairs}); "
+            "the adapter and its figures will mean little"
+        )
     return stats
 
 
+PATHS = {
+    "pairs": "the versioned pairs folder (the plugin's data dir)",
+    "samples": "the bundled sample pairs",
+    "out": "the audited records (JSONL)",
+    "metrics": "counts and the data version (JSON)",
+}
+
+
 def main(argv: list[str] | None = None) -> int:
-    config = parse_config(AuditConfig, argv, __doc__.splitlines()[0])
-    return run(lambda: audit(config))
+    args = path_args(argv, __doc__.splitlines()[0], PATHS)
+    return run(lambda: audit(args, params_of(args)))
 
 
 if __name__ == "__main__":

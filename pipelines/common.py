@@ -1,8 +1,11 @@
-"""What every stage shares: params.yaml → dataclass config → argparse flags, JSON outputs, one-line errors.
+"""What every stage shares: params.yaml sections → the configs that consume them, path flags, JSON outputs,
+one-line errors.
 
-Stages stay TRL-style: a dataclass config and a ``main(argv=None)``. ``parse_config`` fills the
-dataclass from ``params.yaml`` (through the class's ``from_params``) and exposes every field as a
-``--flag`` whose default is the params value, so a stage runs the same from ``dvc repro`` and by hand.
+params.yaml is the single source of every knob. A section maps onto one config class by its field names
+(``dpo:`` → ``trl.DPOConfig``, ``lora:`` → ``peft.LoraConfig``, ``audit:`` → ``AuditParams``…), and the
+stages' own params classes have no defaults, so nothing is defaulted twice. Paths are not knobs: they
+live in ``dvc.yaml`` and reach a stage as flags (``path_args``). Override a knob for one run with
+``dvc exp run -S dpo.beta=0.2``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,83 @@ def section(params: dict, name: str) -> dict:
     return value
 
 
+def config_from(params: dict, name: str, cls, **derived):
+    """``cls(**params[name], **derived)``: the section's keys are ``cls``'s own field names. Unknown or
+    missing keys are one-line errors naming the section."""
+    values = section(params, name)
+    try:
+        return cls(**values, **derived)
+    except TypeError as exc:
+        raise PipelineError(f"params.yaml `{name}`: {exc}") from None
+
+
+def unset_defaults(cls) -> list[str]:
+    """Fields of a params dataclass that carry a default (there should be none: params.yaml sets them)."""
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+    ]
+
+
+def path_args(
+    argv: list[str] | None, description: str, paths: dict[str, str], optional: dict[str, str] | None = None
+) -> argparse.Namespace:
+    """Parse a stage's path flags (``--name PATH``; dvc.yaml passes them: ``paths`` are required, ``optional``
+    ones default to "") and ``--params``."""
+    parser = argparse.ArgumentParser(
+        description=description, epilog="Knobs come from params.yaml; override one with `dvc exp run -S KEY=VALUE`."
+    )
+    parser.add_argument("--params", default=PARAMS_FILE, help="the params file (default: %(default)s)")
+    for name, help_text in paths.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, required=True, metavar="PATH", help=help_text)
+    for name, help_text in (optional or {}).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, default="", metavar="PATH", help=help_text)
+    return parser.parse_args(argv)
+
+
+def params_of(args: argparse.Namespace) -> dict:
+    try:
+        return load_params(args.params)
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(exc.code) from None
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    """Write ``obj`` as pretty JSON, creating the folder; returns the path."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def run(main_body: Callable[[], object]) -> int:
+    """Run a stage body, turning expected failures into one line on stderr and an exit status."""
+    from ichor.export import ExportError
+
+    try:
+        result = main_body()
+        return result if isinstance(result, int) else 0
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.code
+    except ExportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+# The rl and publish stages still build their configs this way; the DPO stages use config_from/path_args.
 def _flag_type(field: dataclasses.Field) -> dict:
     kind = field.type if isinstance(field.type, str) else getattr(field.type, "__name__", "")
     if "bool" in kind:
@@ -104,36 +184,3 @@ def parse_config(config_cls, argv: list[str] | None, description: str):
     args = vars(parser.parse_args(argv))
     args.pop("params")
     return config_cls(**args)
-
-
-def write_json(path: str | os.PathLike, obj) -> Path:
-    """Write ``obj`` as pretty JSON, creating the folder; returns the path."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=False, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
-    return out
-
-
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def run(main_body: Callable[[], int | None]) -> int:
-    """Run a stage body, turning expected failures into one line on stderr and an exit status."""
-    from ichor.export import ExportError
-
-    try:
-        result = main_body()
-        return result if isinstance(result, int) else 0
-    except PipelineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return exc.code
-    except ExportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130

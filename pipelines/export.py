@@ -1,55 +1,42 @@
 """Stage `export`: audited records → TRL conversational preference JSONL + IchorEnv's Atropos pairs.
 
-The same ``ichor.export.write_export`` that ``ichor export`` uses writes ``data/export/``:
-``dpo.jsonl`` (every row, ``metadata.split`` set), ``dpo_train.jsonl``, ``dpo_eval.jsonl`` (a seeded,
-prompt-disjoint split) and ``atropos/pairs.jsonl``. Counts go to ``metrics/export.json``.
+The same ``ichor.export.write_export`` that ``ichor export`` uses, with params.yaml's ``export:`` section
+as its ``ExportConfig``, writes ``dpo.jsonl`` (every row, ``metadata.split`` set), ``dpo_train.jsonl``,
+``dpo_validation.jsonl``, ``dpo_eval.jsonl`` (the test split) and ``atropos/pairs.jsonl``. The counts,
+including what was stripped or dropped and each pair's DPO form, go to ``--metrics``.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipelines.common import parse_config, run, section, write_json
+from pipelines.common import config_from, params_of, path_args, run, write_json
 
 
-@dataclass
-class ExportStageConfig:
-    source: str = field(default="data/audited/pairs.jsonl", metadata={"help": "audited records"})
-    out_dir: str = field(default="data/export", metadata={"help": "the export folder (replaced)"})
-    eval_fraction: float = field(default=0.25, metadata={"help": "share of prompts held out for evaluation"})
-    seed: int = field(default=0, metadata={"help": "seeds the split"})
-    strip_acknowledgement: bool = field(default=True, metadata={"help": 'drop "You\'re right, …" openers'})
-    metrics: str = field(default="metrics/export.json", metadata={"help": "where the counts go"})
-
-    @classmethod
-    def from_params(cls, params: dict) -> ExportStageConfig:
-        data, export = section(params, "data"), section(params, "export")
-        return cls(
-            eval_fraction=float(data.get("eval_fraction", cls.eval_fraction)),
-            seed=int(data.get("seed", cls.seed)),
-            strip_acknowledgement=bool(export.get("strip_acknowledgement", cls.strip_acknowledgement)),
-        )
-
-
-def export(config: ExportStageConfig) -> dict:
+def export(paths, params: dict) -> dict:
     from ichor.export import ExportConfig, load_records, write_export
 
-    out = Path(config.out_dir)
+    config = config_from(params, "export", ExportConfig)
+    out = Path(paths.out)
     if out.exists():
         shutil.rmtree(out)
-    counts = write_export(
-        load_records(config.source), out, ExportConfig(config.eval_fraction, config.seed, config.strip_acknowledgement)
+    counts = write_export(load_records(paths.source), out, config)
+    write_json(paths.metrics, counts)
+    print(
+        f"export: {counts['pairs_in']} pairs → {counts['train']} train / {counts['validation']} validation / "
+        f"{counts['eval']} test in {out}; {counts['near_duplicates_dropped']} held-out near-duplicates dropped, "
+        f"{counts['acknowledgements_stripped']} acknowledgements stripped; forms {counts['forms']}"
     )
-    write_json(config.metrics, counts)
-    print(f"export: {counts['pairs']} pairs → {counts['train']} train / {counts['eval']} eval in {out}")
     return counts
 
 
+PATHS = {"source": "the audited records", "out": "the export folder (replaced)", "metrics": "the counts (JSON)"}
+
+
 def main(argv: list[str] | None = None) -> int:
-    config = parse_config(ExportStageConfig, argv, __doc__.splitlines()[0])
-    return run(lambda: export(config))
+    args = path_args(argv, __doc__.splitlines()[0], PATHS)
+    return run(lambda: export(args, params_of(args)))
 
 
 if __name__ == "__main__":

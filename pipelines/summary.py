@@ -6,23 +6,84 @@ import argparse
 import json
 from pathlib import Path
 
+
+def _ci(p: dict) -> str:
+    return f"{p['k']}/{p['n']} [{p['lo']:.2f}, {p['hi']:.2f}]"
+
+
+def _adapter_rows(name: str) -> tuple:
+    return (
+        (
+            "eval",
+            f"{name}: implicit-reward accuracy",
+            lambda m: f"{_ci(m[name]['implicit_reward_accuracy'])}, margin {m[name]['implicit_reward_margin']}",
+        ),
+        (
+            "eval",
+            f"{name}: length-normalised accuracy",
+            lambda m: (
+                f"{_ci(m[name]['length_normalised_accuracy']['base'])} → "
+                f"{_ci(m[name]['length_normalised_accuracy']['tuned'])}, "
+                f"McNemar p={m[name]['length_normalised_accuracy']['mcnemar']['p_value']}"
+            ),
+        ),
+        ("eval", f"{name}: log p(chosen) change", lambda m: f"{m[name]['chosen_logp_change']:+.2f} nats/pair"),
+        (
+            "eval",
+            f"{name}: correction satisfaction",
+            lambda m: (
+                f"{m['base']['correction_satisfaction']['rate']} → {m[name]['correction_satisfaction']['rate']} "
+                f"(n={m[name]['correction_satisfaction']['n']})"
+            ),
+        ),
+        (
+            "eval",
+            f"{name}: degenerate answers, KL",
+            lambda m: f"{_ci(m[name]['drift']['degenerate'])}, {m[name]['drift']['kl_to_base_per_token']} nats/token",
+        ),
+    )
+
+
 ROWS = (
     ("audit", "pairs in → out", lambda m: f"{m['pairs_in']} → {m['pairs_out']} (from {m.get('source', '?')})"),
+    ("audit", "data version", lambda m: m.get("data_version") or "unversioned (`dvc add data/pairs` to pin it)"),
     (
         "audit",
         "leaks / duplicates / identical",
         lambda m: f"{m['leaks_found']} / {m['duplicates']} / {m.get('identical', 0)}",
     ),
-    ("export", "train / eval pairs", lambda m: f"{m['train']} / {m['eval']}"),
-    ("train", "steps, final loss", lambda m: f"{m['steps']}, {m['final_loss']}"),
-    ("train", "train tokens/s, wall", lambda m: f"{m['train_tokens_per_s']} ({m['precision']}), {m['wall_s']} s"),
-    ("eval", "eval pairs", lambda m: f"{m['n_eval_pairs']}"),
     (
-        "eval",
-        "preference accuracy before → after",
-        lambda m: f"{m['before']['preference_accuracy']} → {m['after']['preference_accuracy']}",
+        "export",
+        "train / validation / test pairs",
+        lambda m: f"{m['train']} / {m['validation']} / {m['eval']} ({m['near_duplicates_dropped']} near-dups dropped)",
     ),
-    ("eval", "mean margin before → after", lambda m: f"{m['before']['mean_margin']} → {m['after']['mean_margin']}"),
+    ("export", "DPO forms", lambda m: ", ".join(f"{k} {v}" for k, v in sorted(m["forms"].items()))),
+    (
+        "train",
+        "steps, validation loss",
+        lambda m: (
+            f"{m['steps']}/{m['max_steps']} ({m['epochs']} epochs), "
+            f"{m['validation_loss_before']} → {m['best_validation_loss']}"
+        ),
+    ),
+    (
+        "train",
+        "tokens/s, wall",
+        lambda m: f"{m['train_tokens_per_s']} ({m['device']}, {m['precision']}), {m['wall_s']} s",
+    ),
+    ("eval", "test pairs, prompts answered", lambda m: f"{m['n_test_pairs']}, {m['n_generation_prompts']}"),
+    *_adapter_rows("dpo"),
+    *_adapter_rows("grpo"),
+    ("rl", "groups, mean reward", lambda m: f"{m['groups']}, {m['mean_score']:.3f}"),
+    (
+        "rl",
+        "reward accuracy vs string similarity",
+        lambda m: (
+            f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
+            f"on {m['eval_pairs']} held-out pairs"
+        ),
+    ),
+    ("rl", "win rate vs rejected", lambda m: f"{m['win_rate_vs_rejected']:.3f}"),
     (
         "publish",
         "pushed",
@@ -47,6 +108,8 @@ def table(metrics: dict[str, dict]) -> list[tuple[str, str]]:
     lines = []
     for stage, name, fmt in ROWS:
         if stage in metrics:
+            if name.startswith("grpo") and "grpo" not in metrics[stage]:
+                continue
             try:
                 lines.append((f"{stage}: {name}", fmt(metrics[stage])))
             except (KeyError, TypeError):
@@ -79,8 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, value in lines:
         print(f"  {name.ljust(width)}  {value}")
     print(
-        "\nPlots: `dvc plots show` writes dvc_plots/index.html (loss per step, accuracy before/after, "
-        "mistake types);\n       raw data in plots/*.json. Compare runs with `dvc metrics diff` or `dvc exp show`."
+        "\nPlots: `dvc plots show` writes dvc_plots/index.html (rewards/*, logps/* and loss per step, accuracy "
+        "per model, mistake types);\n       answers per model in plots/generations.jsonl. "
+        "Compare runs with `dvc metrics diff` or `dvc exp show`."
     )
     return 0
 

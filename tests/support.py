@@ -108,7 +108,7 @@ def copy_workspace(dest: Path) -> Path:
     for name in ("pipelines", "ichor", "configs", "envs"):
         if (REPO / name).exists():
             shutil.copytree(REPO / name, dest / name, ignore=ignore)
-    for name in ("dvc.yaml", "params.yaml"):
+    for name in ("dvc.yaml", "params.yaml", ".dvcignore"):
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "data" / "sample", dest / "data" / "sample")
     (dest / "data" / "pairs").mkdir(parents=True)

@@ -226,7 +226,7 @@ def test_accepted_uids_stay_inside_the_data_folder(store):
         assert target.resolve().parent == store.data_dir.resolve()
 
 
-def test_export_writes_only_its_four_files_inside_its_folder(tmp_path):
+def test_export_writes_only_its_own_files_inside_its_folder(tmp_path):
     out = tmp_path / "sandbox" / "export"
     out.mkdir(parents=True)
     hostile = {
@@ -245,6 +245,7 @@ def test_export_writes_only_its_four_files_inside_its_folder(tmp_path):
         "sandbox/export/dpo.jsonl",
         "sandbox/export/dpo_eval.jsonl",
         "sandbox/export/dpo_train.jsonl",
+        "sandbox/export/dpo_validation.jsonl",
     ]
 
 

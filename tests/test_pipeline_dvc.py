@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ichor.testing.tiny_model import build_tiny_model
-from tests.support import copy_workspace, record, set_params, sh, write_pairs
+from tests.support import REPO, copy_workspace, record, set_params, sh, write_pairs
 
 UPSTREAM = ["audit", "export", "base_model", "train", "evaluate"]
 
@@ -28,7 +31,9 @@ def workspace(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("dvcws")
     model = build_tiny_model(root / "tiny")
     ws = copy_workspace(root / "ws")
-    set_params(ws, **{"model.path": str(model), "dpo.steps": 2, "dpo.batch_size": 2, "dpo.max_length": 256})
+    small = {"dpo.num_train_epochs": 1, "dpo.per_device_train_batch_size": 8, "dpo.max_length": 256}
+    small.update({"eval.generate_prompts": 2, "eval.max_new_tokens": 4, "lora.r": 8})
+    set_params(ws, **{"model.path": str(model), **small})
     sh(["git", "init", "-q"], ws)
     dvc(ws, "init", "-q")
     sh(["git", "add", "-A"], ws)
@@ -42,11 +47,12 @@ def test_repro_runs_everything_then_reruns_only_what_changed(workspace):
     first = dvc(ws, "repro", "evaluate")
     assert ran(first) == UPSTREAM
     assert json.loads((ws / "metrics" / "audit.json").read_text())["source"] == "sample"
-    assert json.loads((ws / "metrics" / "train.json").read_text())["steps"] == 2
-    assert set(json.loads((ws / "metrics" / "eval.json").read_text())) == {"n_eval_pairs", "before", "after"}
+    assert json.loads((ws / "metrics" / "train.json").read_text())["epochs"] == 1
+    assert {"n_test_pairs", "base", "dpo"} <= set(json.loads((ws / "metrics" / "eval.json").read_text()))
     assert ran(dvc(ws, "repro", "evaluate")) == []
 
-    # A new kept pair in the data dir: everything from audit on, the base model stays.
+    # A new kept pair in the data dir, trained on with the samples: everything from audit on, not the base model.
+    set_params(ws, **{"data.include_samples": "always"})
     write_pairs(
         ws / "data" / "pairs",
         [
@@ -63,9 +69,10 @@ def test_repro_runs_everything_then_reruns_only_what_changed(workspace):
     second = dvc(ws, "repro", "evaluate")
     assert ran(second) == ["audit", "export", "train", "evaluate"]
     audit = json.loads((ws / "metrics" / "audit.json").read_text())
-    assert audit["source"] == "pairs" and audit["pairs_out"] == 1
+    assert audit["source"] == "pairs+sample" and audit["pairs_out"] == audit["pairs_in"]
     n_eval = json.loads((ws / "metrics" / "export.json").read_text())["eval"]
-    assert json.loads((ws / "metrics" / "eval.json").read_text())["n_eval_pairs"] == n_eval
+    result = json.loads((ws / "metrics" / "eval.json").read_text())
+    assert result["n_test_pairs"] == n_eval - result["fit"]["dropped_too_long"]
 
     # lora.r only reaches train and what depends on it.
     set_params(ws, **{"lora.r": 4})
@@ -74,7 +81,7 @@ def test_repro_runs_everything_then_reruns_only_what_changed(workspace):
     assert "audit:" not in status and "export:" not in status and "base_model:" not in status
     third = dvc(ws, "repro", "evaluate")
     assert ran(third) == ["train", "evaluate"]
-    assert json.loads((ws / "models" / "adapter" / "adapter_config.json").read_text())["r"] == 4
+    assert json.loads((ws / "models" / "dpo" / "adapter_config.json").read_text())["r"] == 4
     lock = (ws / "dvc.lock").read_text()
     assert re.search(r"lora:\n(?:\s+.*\n)*?\s+r: 4", lock)
 
@@ -90,3 +97,19 @@ def test_dvc_exp_run_sets_a_param_and_reruns_training(workspace):
     assert "beta: 0.2" in (ws / "params.yaml").read_text()
     shown = json.loads(dvc(ws, "exp", "show", "--json").stdout)
     assert "0.2" in json.dumps(shown)
+
+
+def test_dvc_add_versions_the_pairs_and_audit_records_that_version(tmp_path):
+    ws = copy_workspace(tmp_path / "ws")
+    (ws / "data" / "pairs" / ".gitkeep").unlink()
+    shutil.copy2(REPO / ".gitignore", ws / ".gitignore")
+    sh(["git", "init", "-q"], ws)
+    dvc(ws, "init", "-q")
+    sh(["git", "add", "-A"], ws)
+    sh(["git", "commit", "-qm", "workspace"], ws)
+    write_pairs(ws / "data" / "pairs", [record("f00d", "Install the deps.", "npm install", "pnpm install")])
+    dvc(ws, "add", "data/pairs")
+    version = yaml.safe_load((ws / "data" / "pairs.dvc").read_text())["outs"][0]["md5"]
+    args = ["--pairs", "data/pairs", "--samples", "data/sample", "--out", "a.jsonl", "--metrics", "audit.json"]
+    sh([sys.executable, "-m", "pipelines.audit", *args], ws)
+    assert json.loads((ws / "audit.json").read_text())["data_version"] == version
