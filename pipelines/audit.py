@@ -194,8 +194,8 @@ def audit(paths, params: dict) -> dict:
     sources = pick_sources(Path(paths.pairs), Path(paths.samples), data.include_samples)
     stats: dict = {}
     store_stats: dict = {}
-    records = chain.from_iterable(load_records(folder) for folder, _ in sources)
-    records = without_forgotten(records, db_path(), store_stats)
+    loaded = chain.from_iterable(load_records(folder) for folder, _ in sources)
+    records = without_forgotten(loaded, db_path(), store_stats)
     write_records(audit_records(records, stats, settings.fail_on_leak), paths.out)
     stats.update(store_stats, source="+".join(kind for _, kind in sources))
     stats["data_version"] = data_version(Path(paths.pairs))
