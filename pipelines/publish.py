@@ -1,8 +1,8 @@
 """Stage `publish`: push the audited export to a Hugging Face dataset, tagged with its data version.
 
 With ``hub.push: false`` (the default) it only writes ``metrics/publish.json`` saying so: no token
-needed. With ``hub.push: true`` it commits ``data/export/dpo_train.jsonl`` and ``dpo_eval.jsonl``
-byte for byte as ``data/train.jsonl`` and ``data/eval.jsonl``, plus a dataset card, to
+needed. With ``hub.push: true`` it commits each split of the export (``data/export/dpo_{split}.jsonl``)
+byte for byte as ``data/{split}.jsonl``, plus a dataset card, to
 ``<token owner>/<hub.repo>`` (created ``hub.visibility``; an existing repository keeps its own, but a
 public one is refused while ``hub.visibility`` is private unless ``--allow-public``), then tags that
 commit ``data-<first 12 hex of the md5 DVC recorded for data/export in dvc.lock>``. So
@@ -27,13 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ichor.export import SPLITS
 from ichor.hub import Hub, HubError, PublicRepoRefused, one_line
 from ichor.share import card_front_matter
 from pipelines.common import PipelineError, parse_config, run, section, write_json
 
 EXPORT_OUT = "data/export"
-SPLIT_FILES = {"train": "dpo_train.jsonl", "eval": "dpo_eval.jsonl"}
-OWNED_PATHS = ("README.md", "data/train.jsonl", "data/eval.jsonl")
+SPLIT_FILES = {split: f"dpo_{split}.jsonl" for split in SPLITS}
+OWNED_PATHS = ("README.md", *(f"data/{split}.jsonl" for split in SPLITS))
 
 
 @dataclass

@@ -280,13 +280,10 @@ def test_the_audit_drops_files_whose_pair_the_store_no_longer_has_and_says_how_m
     other = json.loads(stale[gone.uid]) | {"uid": "anotherprofile1"}
     (folder / "ichor-anotherprofile1.jsonl").write_text(json.dumps(other) + "\n")
 
-    config = audit.AuditConfig(
-        pairs_dir=str(folder),
-        sample_dir=str(tmp_path / "none"),
-        out=str(tmp_path / "audited.jsonl"),
-        metrics=str(tmp_path / "audit.json"),
-    )
-    stats = audit.audit(config)
+    argv = ["--pairs", str(folder), "--samples", str(tmp_path / "none")]
+    argv += ["--out", str(tmp_path / "audited.jsonl"), "--metrics", str(tmp_path / "audit.json")]
+    assert audit.main(argv) == 0
+    stats = json.loads((tmp_path / "audit.json").read_text())
     uids = [json.loads(line)["uid"] for line in (tmp_path / "audited.jsonl").read_text().splitlines()]
     assert sorted(uids) == sorted([kept.uid, "anotherprofile1"])
     assert stats["dropped_not_in_store"] == 2

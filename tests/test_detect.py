@@ -292,11 +292,11 @@ def test_card_decisions_feed_the_profiles_refit(tmp_path):
             session_id=f"s{i}",
         )
         ids.append(store.add_pair(new).id)
-    commands.decide(store, "keep", ids[0])
-    commands.decide(store, "share", ids[0])  # a second decision on the same pair replaces the first
-    commands.decide(store, "discard", ids[1])
+    commands.run_chat(store, f"keep {ids[0]}")
+    commands.run_chat(store, f"share {ids[0]}")  # a second decision on the same pair replaces the first
+    commands.run_chat(store, f"discard {ids[1]}")
     decisions = detect_refit.load_decisions(store)
     assert sorted(d["y"] for d in decisions) == [0, 1]
     assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
-    commands.forget_all(store, ["yes"])
+    commands.run_chat(store, "forget-all yes")
     assert detect_refit.load_decisions(store) == []
