@@ -1,5 +1,5 @@
 """`dvc repro` on a temp copy of the workspace with a tiny model: what reruns when data or a param changes,
-and `dvc exp run -S`. The `rl` and `publish` stages belong to other suites, so these stop at `evaluate`."""
+and `dvc exp run -S`. The `publish` stage belongs to other suites, so these stop at `evaluate`, which needs `rl`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import yaml
 from ichor.testing.tiny_model import build_tiny_model
 from tests.support import REPO, copy_workspace, record, set_params, sh, write_pairs
 
-UPSTREAM = ["audit", "export", "base_model", "train", "evaluate"]
+UPSTREAM = ["audit", "export", "base_model", "train", "rl", "evaluate"]
 
 
 def ran(proc) -> list[str]:
@@ -33,6 +33,8 @@ def workspace(tmp_path_factory) -> Path:
     ws = copy_workspace(root / "ws")
     small = {"dpo.num_train_epochs": 1, "dpo.per_device_train_batch_size": 8, "dpo.max_length": 256}
     small.update({"eval.generate_prompts": 2, "eval.max_new_tokens": 4, "lora.r": 8})
+    small.update({"grpo.max_steps": 1, "grpo.num_generations": 2, "grpo.per_device_train_batch_size": 2})
+    small.update({"grpo.max_completion_length": 4, "rl.eval_prompts": 2})
     set_params(ws, **{"model.path": str(model), **small})
     sh(["git", "init", "-q"], ws)
     dvc(ws, "init", "-q")
@@ -67,20 +69,20 @@ def test_repro_runs_everything_then_reruns_only_what_changed(workspace):
     status = dvc(ws, "status", "--with-deps", "evaluate").stdout
     assert "audit:" in status and "base_model:" not in status
     second = dvc(ws, "repro", "evaluate")
-    assert ran(second) == ["audit", "export", "train", "evaluate"]
+    assert ran(second) == ["audit", "export", "train", "rl", "evaluate"]
     audit = json.loads((ws / "metrics" / "audit.json").read_text())
     assert audit["source"] == "pairs+sample" and audit["pairs_out"] == audit["pairs_in"]
     n_eval = json.loads((ws / "metrics" / "export.json").read_text())["eval"]
     result = json.loads((ws / "metrics" / "eval.json").read_text())
     assert result["n_test_pairs"] == n_eval - result["fit"]["dropped_too_long"]
 
-    # lora.r only reaches train and what depends on it.
+    # lora.r only reaches train and what depends on it (rl continues the DPO adapter; evaluate scores both).
     set_params(ws, **{"lora.r": 4})
     status = dvc(ws, "status", "--with-deps", "evaluate").stdout
     assert "train:" in status and "lora" in status
     assert "audit:" not in status and "export:" not in status and "base_model:" not in status
     third = dvc(ws, "repro", "evaluate")
-    assert ran(third) == ["train", "evaluate"]
+    assert ran(third) == ["train", "rl", "evaluate"]
     assert json.loads((ws / "models" / "dpo" / "adapter_config.json").read_text())["r"] == 4
     lock = (ws / "dvc.lock").read_text()
     assert re.search(r"lora:\n(?:\s+.*\n)*?\s+r: 4", lock)
@@ -93,7 +95,7 @@ def test_dvc_exp_run_sets_a_param_and_reruns_training(workspace):
     sh(["git", "add", "-A"], ws)
     sh(["git", "commit", "-qm", "baseline", "--allow-empty"], ws)
     exp = dvc(ws, "exp", "run", "-S", "dpo.beta=0.2", "evaluate")
-    assert ran(exp) == ["train", "evaluate"]
+    assert ran(exp) == ["train", "rl", "evaluate"]
     assert "beta: 0.2" in (ws / "params.yaml").read_text()
     shown = json.loads(dvc(ws, "exp", "show", "--json").stdout)
     assert "0.2" in json.dumps(shown)
