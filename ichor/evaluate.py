@@ -16,7 +16,7 @@ from .detect import detect
 POSITIVE_KINDS = ("correction", "retry")
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval for k successes out of n (0, 1 when n is 0)."""
     if n <= 0:
         return (0.0, 1.0)

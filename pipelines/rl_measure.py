@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ichor.correction_checks import satisfaction
+from ichor.evaluate import wilson
 from ichor.reward import Item, Reward, Rollout, item_checks
 
 
@@ -39,25 +40,25 @@ class Scored:
 # ------------------------------------------------------------------------------------------ statistics
 
 
-def wilson(successes: int, n: int) -> list[float] | None:
-    if n == 0:
-        return None
-    from scipy.stats import binomtest
-
-    ci = binomtest(successes, n).proportion_ci(0.95, method="wilson")
-    return [round(ci.low, 4), round(ci.high, 4)]
+def wilson_ci(successes: float, n: int) -> list[float] | None:
+    """Wilson's 95% interval (``ichor.evaluate.wilson``, the one every ichor figure uses), rounded; None for n=0."""
+    return [round(x, 4) for x in wilson(successes, n)] if n else None
 
 
 def mean_interval(values: Sequence[float], bounds: tuple[float, float] | None = None) -> dict:
-    """The mean with a normal 95% interval, clipped to ``bounds`` when the values have them."""
+    """The mean with a 95% interval: Wilson's for shares in [0, 1] (a normal interval collapses to a point when
+    a few answers all agree), else a normal one, clipped to ``bounds``."""
     n = len(values)
     if n == 0:
         return {"n": 0, "mean": None, "ci95": None}
     mean = sum(values) / n
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
-    low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
-    if bounds:
-        low, high = max(low, bounds[0]), min(high, bounds[1])
+    if bounds == (0.0, 1.0):
+        low, high = wilson(mean * n, n)  # fractional successes: the satisfaction share of each answer
+    else:
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
+        low, high = mean - 1.96 * sd / math.sqrt(n), mean + 1.96 * sd / math.sqrt(n)
+        if bounds:
+            low, high = max(low, bounds[0]), min(high, bounds[1])
     return {"n": n, "mean": round(mean, 4), "ci95": [round(low, 4), round(high, 4)]}
 
 
@@ -152,7 +153,7 @@ def policy_figures(scored: Sequence[Sequence[Scored]]) -> dict:
         "fully_satisfied": {
             "n": len(with_checks),
             "rate": _rate(full, len(with_checks)),
-            "ci95": wilson(full, len(with_checks)),
+            "ci95": wilson_ci(full, len(with_checks)),
         },
         "best_of": best_of(scored),
     }
@@ -214,7 +215,7 @@ def win_rate(a: Sequence[Sequence[Scored]], b: Sequence[Sequence[Scored]]) -> di
         "losses": losses,
         "ties": ties,
         "win_rate": _rate(wins, decided),
-        "ci95": wilson(wins, decided),
+        "ci95": wilson_ci(wins, decided),
     }
 
 

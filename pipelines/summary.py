@@ -74,16 +74,6 @@ ROWS = (
     ("eval", "test pairs, prompts answered", lambda m: f"{m['n_test_pairs']}, {m['n_generation_prompts']}"),
     *_adapter_rows("dpo"),
     *_adapter_rows("grpo"),
-    ("rl", "groups, mean reward", lambda m: f"{m['groups']}, {m['mean_score']:.3f}"),
-    (
-        "rl",
-        "reward accuracy vs string similarity",
-        lambda m: (
-            f"{m['reward_pairwise_accuracy']:.3f} vs {m['baseline_string_similarity_accuracy']:.3f} "
-            f"on {m['eval_pairs']} held-out pairs"
-        ),
-    ),
-    ("rl", "win rate vs rejected", lambda m: f"{m['win_rate_vs_rejected']:.3f}"),
     (
         "publish",
         "pushed",

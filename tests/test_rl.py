@@ -138,7 +138,9 @@ def test_win_rate_counts_ties_apart_and_has_a_wilson_interval():
     assert (rate["prompts"], rate["wins"], rate["losses"], rate["ties"], rate["win_rate"]) == (3, 1, 1, 1, 0.5)
     low, high = rate["ci95"]
     assert low < 0.5 < high
-    assert rl_measure.wilson(0, 0) is None
+    assert rl_measure.wilson_ci(0, 0) is None
+    # two answers that both satisfy their checks: an interval, not the point [1, 1]
+    assert rl_measure.mean_interval([1.0, 1.0], (0.0, 1.0))["ci95"][0] < 0.5
 
 
 def test_kendall_needs_variation_and_reports_n():
