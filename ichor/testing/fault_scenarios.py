@@ -128,22 +128,11 @@ class Corrupt:
 
 def seed_store(home: Path, n: int) -> None:
     """Pairs a user kept before the fault: they must survive it."""
-    from ichor.store import NewPair, Store
+    from ichor.store import Store
 
     with Store.open(home) as store:
         for i in range(n):
-            pair = store.add_pair(
-                NewPair(
-                    "correction",
-                    "no, use pnpm",
-                    [{"role": "user", "content": f"install {i}"}],
-                    f"npm install {i}",
-                    f"pnpm install {i}",
-                    label="wrong package manager",
-                    platform="cli",
-                    session_id=SEEDED_SESSION,
-                )
-            )
+            pair = store.add_pair(hs.seeded_pair(i, SEEDED_SESSION))
             store.set_status(pair.id, "kept")
 
 

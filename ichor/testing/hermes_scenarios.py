@@ -99,6 +99,22 @@ def _pairs() -> list[dict]:
 _INTACT: dict[str, object] = {}
 
 
+def seeded_pair(i: int, session_id: str):
+    """The i-th of the pnpm corrections scenarios seed a store with."""
+    from ichor.store import NewPair
+
+    return NewPair(
+        "correction",
+        "no, use pnpm",
+        [{"role": "user", "content": f"install {i}"}],
+        f"npm install {i}",
+        f"pnpm install {i}",
+        label="wrong package manager",
+        platform="cli",
+        session_id=session_id,
+    )
+
+
 def _break(parts) -> None:
     """Make ichor fail inside every hook: its store, its tracker, its card board."""
     from ichor.capture import Tracker
@@ -372,22 +388,11 @@ def command_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     _break(spec.get("break", ()))
     _discover(spec)
     if spec.get("seed"):
-        from ichor.store import NewPair, Store
+        from ichor.store import Store
 
         with Store.open(home) as store:
             for i in range(spec["seed"]):
-                store.add_pair(
-                    NewPair(
-                        "correction",
-                        "no, use pnpm",
-                        [{"role": "user", "content": f"install {i}"}],
-                        f"npm install {i}",
-                        f"pnpm install {i}",
-                        label="wrong package manager",
-                        platform="cli",
-                        session_id="s",
-                    )
-                )
+                store.add_pair(seeded_pair(i, "s"))
     handler = get_plugin_command_handler("ichor")
     replies = [str(resolve_plugin_command_result(handler(args))) for args in spec["commands"]] if handler else []
     pairs = _pairs()
