@@ -362,6 +362,13 @@ IDS = Arg("ids", "pair ids (as on the card) or uids (as the audit prints)", pair
 ONE_ID = Arg("id", "a pair id (as on the card) or uid (as the audit prints)", pair_ref, metavar="ID")
 JSON = Arg("--json", "print machine-readable JSON", flag=True, shell_only=True)
 
+
+# /ichor off and /ichor on take the same arguments.
+TOGGLE_ARGS = (
+    Arg("--global", "everywhere", flag=True),
+    Arg("--scope", "the chat key status lists under paused chats", metavar="CHAT", shell_only=True),
+)
+
 VERBS: tuple[Verb, ...] = (
     Verb("status", "counts, top mistakes, paused chats and every setting", status, (JSON,), reads_only=True),
     Verb(
@@ -409,19 +416,13 @@ VERBS: tuple[Verb, ...] = (
         "off",
         "pause capture in this chat (or everywhere with --global)",
         lambda ctx, args: toggle(ctx, args, on=False),
-        (
-            Arg("--global", "everywhere", flag=True),
-            Arg("--scope", "the chat key status lists under paused chats", metavar="CHAT", shell_only=True),
-        ),
+        TOGGLE_ARGS,
     ),
     Verb(
         "on",
         "resume capture in this chat (or everywhere with --global)",
         lambda ctx, args: toggle(ctx, args, on=True),
-        (
-            Arg("--global", "everywhere", flag=True),
-            Arg("--scope", "the chat key status lists under paused chats", metavar="CHAT", shell_only=True),
-        ),
+        TOGGLE_ARGS,
     ),
     Verb(
         "forget-all",
