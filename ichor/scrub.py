@@ -74,6 +74,14 @@ PII_PLACEHOLDERS = {
 USER_PLACEHOLDER = "[USER]"
 
 
+# Any placeholder, in lower case: the words inside one ("secret", "key", "token") are not text.
+PLACEHOLDER_LOWER = (
+    r"\[(?:redacted:[a-z_]{1,40}|"
+    + "|".join(re.escape(p[1:-1].lower()) for p in (*PII_PLACEHOLDERS.values(), USER_PLACEHOLDER))
+    + r")\]"
+)
+
+
 def placeholder(kind: str) -> str:
     if kind in ("home_path", "user_name"):
         return USER_PLACEHOLDER  # only the user name is replaced: /home/[USER]/..., [USER]@devbox:~$
@@ -425,12 +433,17 @@ _EXPRESSION = re.compile(
     r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
 )
 _NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
-_NAME_GATE_RE = re.compile("|".join(_NAME_GATE), re.IGNORECASE)
 _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 
-# Only the operator is matched, never the value, so an operator inside another assignment's value
-# (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON connection string) is examined too.
-_OPERATOR = re.compile(r"=>|:=|=(?!=)|:(?<!\[REDACTED:)(?!=)")  # not the ":" of a placeholder
+# Where a secret's name can end and its operator follow: every name above ends in one of these words, then
+# perhaps a qualifier, a closing quote and spaces. Only the operator is matched, never the value, so an operator
+# inside another assignment's value (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON
+# connection string) is examined too. Operators after any other word are skipped by the regex engine, not here.
+_NAMED_OPERATOR = re.compile(
+    r"(?i)(?:key|secret|token|pass(?:word|wd|code|phrase)?|pwd|pw|credentials?)"
+    + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
+    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|=(?!=)|:(?!=))"
+)
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(
     r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
@@ -462,27 +475,30 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
     reversed_text = None
     ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
     taken_until, run_end, in_run = 0, -1, 0
-    for m in _OPERATOR.finditer(text):
-        if m.start() < taken_until:
+    for m in _NAMED_OPERATOR.finditer(text):
+        op_start, op_end = m.span("op")
+        if op_start < taken_until:
             continue  # inside a value already removed
-        if not _NAME_GATE_RE.search(text, max(0, m.start() - 20), m.start()):
-            continue  # cheap pre-check: no secret-like name ends right before the operator
-        spaces = _SPACES.match(text, m.end())
-        start = spaces.end() if spaces else m.end()
-        if text.startswith(_REMOVED, start):
-            continue  # the value is already a placeholder (the engine's second pass)
         if reversed_text is None:
             reversed_text = text[::-1]
-        name = _NAME_REVERSED.match(reversed_text, len(text) - m.start())
+        name = _NAME_REVERSED.match(reversed_text, len(text) - op_start)
         if name is None:
             continue
+        raw_name = name.group("name")[::-1]
+        strength = _name_strength(raw_name)
+        if strength is None:
+            continue
+        spaces = _SPACES.match(text, op_end)
+        start = spaces.end() if spaces else op_end
+        if text.startswith(_REMOVED, start):
+            continue  # the value is already a placeholder (the engine's second pass)
         quote = text[start] if start < len(text) and text[start] in "\"'" else None
         end = ends[quote](start + 1) if quote else ends["bare"](start)
         in_run = in_run + 1 if end == run_end else 1
         run_end = end
         if in_run > _MAX_NESTED:
             continue
-        span = _assignment_value(text, name.group("name")[::-1], m.group(0), start + (1 if quote else 0), end, quote)
+        span = _assignment_value(text, raw_name, strength, m.group("op"), start + (1 if quote else 0), end, quote)
         if span is not None:
             taken_until = span[1]
             yield span
@@ -507,12 +523,9 @@ def _name_strength(raw_name: str) -> str | None:
 
 
 def _assignment_value(
-    text: str, raw_name: str, operator: str, start: int, end: int, quote: str | None
+    text: str, raw_name: str, strength: str, operator: str, start: int, end: int, quote: str | None
 ) -> tuple[int, int] | None:
-    """The span of the value when ``name <operator> value`` assigns a secret, else None."""
-    strength = _name_strength(raw_name)
-    if strength is None:
-        return None
+    """The span of the value when ``name <operator> value`` assigns a secret (``strength`` of its name), else None."""
     if quote is None:
         while end > start and text[end - 1] in ")]},:":
             end -= 1  # a call's or literal's closing bracket: password=None)
@@ -813,7 +826,7 @@ def _rule_sets() -> _RuleSets:
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
     )
-    gates = scrub_catalogue.KeywordIndex(g for rule in rules for g in rule.gate)
+    gates = scrub_catalogue.KeywordIndex((g for rule in rules for g in rule.gate), skip=PLACEHOLDER_LOWER)
     return _RuleSets(rows, catalogue, rules, leak, gates)
 
 
@@ -847,12 +860,23 @@ def __getattr__(name: str):
 # --- public API ----------------------------------------------------------------------------------------
 
 
-def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
+def _apply(text: str, rules: tuple[Rule, ...], passes: int = 1) -> Scrubbed:
+    """``text`` with ``rules`` applied in order, for up to ``passes`` passes over them.
+
+    A rule runs again only when the text has changed since it last ran: the rules after the last one that
+    replaced something have already seen the final text. The gate keywords are looked for once: outside
+    placeholders, text only ever loses keywords (each stretch between placeholders is a stretch of the text
+    before), so the first look is a superset for every later text.
+    """
     removed: dict[str, int] = {}
-    first_lower = text.lower()
-    present = _rule_sets().gates.present(first_lower)
-    lower: str | None = first_lower
-    for rule in rules:
+    lower: str | None = text.lower()
+    present = _rule_sets().gates.present(lower)
+    quiet = 0  # rules in a row that have run on the current text and found nothing
+    for i in range(len(rules) * passes):
+        if quiet == len(rules):
+            break
+        rule = rules[i % len(rules)]
+        quiet += 1
         if rule.gate and present.isdisjoint(rule.gate):
             continue
         if lower is not None:
@@ -861,6 +885,7 @@ def _apply(text: str, rules: tuple[Rule, ...]) -> Scrubbed:
         if spans:
             text, lower = _replace(text, lower, spans, placeholder(rule.kind))
             removed[rule.kind] = removed.get(rule.kind, 0) + len(spans)
+            quiet = 0  # this rule has not seen the new text either
     return Scrubbed(text, removed)
 
 
@@ -902,19 +927,12 @@ def scrub(text: str) -> Scrubbed:
     """The text with every secret and PII match replaced by a typed placeholder, and counts per kind.
 
     A replacement can change what its neighbours see (``/home/0/home/0``: the second path only starts a path
-    once the first user name is gone), so passes repeat until one removes nothing. That makes scrubbing
-    idempotent; text with nothing to remove costs a single pass.
+    once the first user name is gone), so rules run again until every rule has seen the final text and found
+    nothing there. That makes scrubbing idempotent; text with nothing to remove costs a single pass.
     """
     if not text:
         return Scrubbed(text or "", {})
-    result = _apply(text, _rule_sets().rules)
-    removed = result.removed
-    for _ in range(MAX_PASSES - 1):
-        if not result.removed:
-            break
-        result = _apply(result.text, _rule_sets().rules)
-        removed = merge_counts(removed, result.removed)
-    return Scrubbed(result.text, removed)
+    return _apply(text, _rule_sets().rules, passes=MAX_PASSES)
 
 
 def scrub_cut(text: str, limit: int, mark: str = "…") -> str:

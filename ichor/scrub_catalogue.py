@@ -144,18 +144,22 @@ class KeywordIndex:
     the same position counts as found too. One-character keywords are plain substring checks.
     """
 
-    def __init__(self, keywords):
+    def __init__(self, keywords, skip: str | None = None):
         self.keywords = sorted(set(keywords))
         self.chars = [k for k in self.keywords if len(k) == 1]
         longer = [k for k in self.keywords if len(k) > 1]
-        self.pattern = re.compile(f"(?=({_trie_pattern(longer)}))", re.DOTALL) if longer else None
+        # ``skip`` matches stretches whose keywords don't count (the scrubber's placeholders): the first
+        # alternative consumes a stretch whole, so no keyword is found inside it.
+        skipped = f"(?:{skip})|" if skip else ""
+        self.pattern = re.compile(f"{skipped}(?=({_trie_pattern(longer)}))", re.DOTALL) if longer else None
         self.prefixes = {k: frozenset(p for p in longer if k.startswith(p)) for k in longer}
 
     def present(self, lower_text: str) -> set[str]:
-        found = {c for c in self.chars if c in lower_text}
+        found = {c for c in self.chars if c in lower_text}  # counted inside skipped stretches too: a superset
         if self.pattern is not None:
             for longest in set(self.pattern.findall(lower_text)):
-                found |= self.prefixes[longest]
+                if longest:
+                    found |= self.prefixes[longest]
         return found
 
 
