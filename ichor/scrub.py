@@ -609,19 +609,14 @@ def _example_domain(domain: str) -> bool:
     return any(domain == d or domain.endswith("." + d) for d in _EXAMPLE_DOMAINS)
 
 
-_DOC_NETS = tuple(
-    ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32")
-)
+_DOC_NETS_V6 = (ipaddress.ip_network("2001:db8::/32"),)
+# IPv4 addresses that identify no one, by their leading octets: loopback, link-local (169.254.169.254 is cloud
+# metadata), netmasks (255.x) and the documentation networks. Compared as integers: an address is four numbers
+# the pattern has already checked, and ipaddress' parser would cost more than the rest of the rule.
+_KEPT_V4_FIRST = frozenset({127, 255})
+_KEPT_V4_NETS = frozenset({(169, 254, n) for n in range(256)} | {(192, 0, 2), (198, 51, 100), (203, 0, 113)})
 _VERSION_CONTEXT = re.compile(r"(?i)(?:version|ver|release|build|rev|v|==|>=|<=|~=|!=|\^|~)[ \t]*[:=]?[ \t]*\Z")
-
-
-def _kept_address(address) -> bool:
-    """Loopback, unspecified and documentation addresses identify no one."""
-    return (
-        address.is_loopback
-        or address.is_unspecified
-        or any(address in net for net in _DOC_NETS if net.version == address.version)
-    )
+_VERSION_CONTEXT_LAST = frozenset("nNrReEdDvV=^~:")  # the last character of every _VERSION_CONTEXT
 
 
 def _walk_back(text: str, end: int, chars, limit: int) -> int:
@@ -636,21 +631,22 @@ _HEXCHARS = "0123456789abcdefABCDEF"
 
 
 def _ipv4(m: re.Match) -> tuple[int, int] | None:
-    # The match starts at the first dot: the first octet comes before it.
+    # The match starts at the first dot: the first octet comes before it (the pattern checked the other three).
     text = m.string
     start = _walk_back(text, m.start(), _DIGITS, 3)
     if start == m.start() or (start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_.[]")):
         return None
-    try:
-        address = ipaddress.IPv4Address(text[start : m.end()])
-    except ValueError:
-        return None
-    octets = text[start : m.end()].split(".")
-    if _kept_address(address) or address.is_link_local or octets[0] == "255" or octets[3] == "0":
-        return None  # netmasks, network addresses, 169.254.169.254 (cloud metadata)
-    if max(len(o) for o in octets) == 1:
+    first = text[start : m.start()]
+    if int(first) > 255 or (len(first) > 1 and first[0] == "0"):
+        return None  # not an address: 300.1.2.3, 010.1.2.3
+    octets = (int(first), *map(int, m.group(0)[1:].split(".")))
+    if octets[3] == 0 or octets[0] in _KEPT_V4_FIRST or octets[:3] in _KEPT_V4_NETS:
+        return None  # network addresses, and the kept ranges above
+    if m.end() - start == 7:
         return None  # version-shaped: 1.2.3.4
-    if _VERSION_CONTEXT.search(text, max(0, start - 24), start):
+    window = max(0, start - 24)
+    before = text[window:start].rstrip(" \t")
+    if before and before[-1] in _VERSION_CONTEXT_LAST and _VERSION_CONTEXT.search(text, window, start):
         return None
     return start, m.end()
 
@@ -664,14 +660,17 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
     if m.end() < len(text) and (text[m.end()].isalnum() or text[m.end()] in "_:."):
         return None  # longer than an address, or ::ffff:1.2.3.4 (its IPv4 part is judged by the IPv4 rule)
     candidate = text[start : m.end()]
-    try:
-        address = ipaddress.IPv6Address(candidate.split("%", 1)[0])
-    except ValueError:
-        return None
-    groups = [g for g in candidate.split("%", 1)[0].split(":") if g]
+    address_part = candidate.split("%", 1)[0]
+    groups = [g for g in address_part.split(":") if g]
     if len(groups) < 2 or max(len(g) for g in groups) < 3 or not _has_digit(candidate):
         return None  # a[100::2], dead::beef
-    return None if _kept_address(address) else (start, m.end())
+    try:
+        address = ipaddress.IPv6Address(address_part)
+    except ValueError:
+        return None
+    if address.is_loopback or address.is_unspecified or any(address in net for net in _DOC_NETS_V6):
+        return None
+    return start, m.end()
 
 
 # Stock account names, not a person's: /home/user in docs, /home/ubuntu on a cloud image.
