@@ -77,7 +77,7 @@ class Row:
 
     @cached_property
     def pattern(self) -> re.Pattern:
-        return re.compile(f"{TOKEN_START}(?:{self.pattern_text})", re.ASCII)
+        return re.compile(_anchored(self.pattern_text), re.ASCII)
 
     @cached_property
     def allow_pattern(self) -> re.Pattern | None:
@@ -134,6 +134,73 @@ class Row:
         if kept_value(value) or (self.allow_pattern and self.allow_pattern.fullmatch(value)):
             return None
         return start, end
+
+
+# A run of literal characters at the start of a pattern: letters, digits, "_", "-", " " and escaped punctuation.
+_LITERAL_RUN = re.compile(r"(?:[A-Za-z0-9_ -]|\\[^A-Za-z0-9])*")
+_QUANTIFIERS = ("?", "*", "+", "{")
+
+
+def _anchored(pattern_text: str) -> str:
+    """``pattern_text`` starting at a token boundary (TOKEN_START), written so the regex engine can jump.
+
+    A pattern that starts with a literal (``glpat-``, or ``(?i:twitter`` in a named row) is written as that
+    literal, then the boundary checked by a lookbehind spanning it: the engine then skips between the literal's
+    occurrences instead of trying the boundary at every position (a pattern led by a lookaround is tried at
+    every one). A pattern that starts with another character is written as it was.
+    """
+    split = _literal_prefix(pattern_text)
+    if split is None:
+        return f"{TOKEN_START}(?:{pattern_text})"
+    opener, literal_source, rest = split
+    literal = re.sub(r"\\(.)", r"\1", literal_source)
+    escaped = re.escape(literal)
+    if opener:
+        escaped = f"(?i:{escaped})"
+    if not literal[0].isalnum():
+        return f"{escaped}{opener}{rest}"  # a match that starts with punctuation starts a token anyway
+    return f"{escaped}(?<![A-Za-z0-9]{escaped}){opener}{rest}"
+
+
+def _literal_prefix(pattern_text: str) -> tuple[str, str, str] | None:
+    """(``"(?i:"`` or ``""``, the leading literal as written, the rest), or None when the pattern does not start
+    with a literal or has an alternative at its top level (``a|b``), whose first branch alone starts so."""
+    opener = "(?i:" if pattern_text.startswith("(?i:") else ""
+    body = pattern_text[len(opener) :]
+    if _top_level_bar(pattern_text) or _top_level_bar(body):
+        return None
+    source = _LITERAL_RUN.match(body).group(0)  # type: ignore[union-attr]  # matches the empty string at least
+    if body[len(source) : len(source) + 1] in _QUANTIFIERS and source:
+        source = source[:-2] if source[-2:-1] == "\\" else source[:-1]  # the quantifier repeats the last one
+    if not source:
+        return None
+    return opener, source, body[len(source) :]
+
+
+def _top_level_bar(body: str) -> bool:
+    """Whether ``body`` has a "|" outside every group, before the group it sits in (if any) closes."""
+    depth, i, in_class = 0, 0, False
+    while i < len(body):
+        c = body[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            if body[i + 1 : i + 2] == "]":
+                i += 1  # "[]...]": a "]" first in a class is a member
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth < 0:
+                return False  # the enclosing group closed
+        elif c == "|" and depth == 0:
+            return True
+        i += 1
+    return False
 
 
 class KeywordIndex:
@@ -213,12 +280,17 @@ def _named_row(raw: dict) -> Row:
     return Row(
         id=raw["id"],
         kind=raw.get("kind", DEFAULT_KIND),
-        pattern_text=f"(?i:(?:{raw['names']}){NAMED_CONTEXT})(?P<secret>{value}){NAMED_END}",
+        pattern_text=f"(?i:{_grouped(raw['names'])}{NAMED_CONTEXT})(?P<secret>{value}){NAMED_END}",
         keywords=tuple(raw["keywords"]),
         entropy=raw.get("entropy", 0.0),
         source=raw.get("source", "gitleaks"),
         named=True,
     )
+
+
+def _grouped(names: str) -> str:
+    """``names`` as a unit to follow with more pattern: grouped only when it has alternatives of its own."""
+    return f"(?:{names})" if _top_level_bar(names) else names
 
 
 def load(text: str | None = None) -> dict:
