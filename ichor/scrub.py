@@ -256,9 +256,12 @@ def _basic_credentials(m: re.Match) -> bool:
     return ":" in decoded and decoded.isprintable()
 
 
-_SECRET_WORD = r"""(?:"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"'-][^\s"']{0,255})"""
+# An option's value: quoted, or a word that does not start like another option or a placeholder.
+_SECRET_WORD = r"""(?!["']?\[REDACTED)(?:"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"'-][^\s"']{0,255})"""
 # curl -u user:password, --user=user:password (the user stays)
-_CLI_USER = re.compile(r"""-(?<![\w-]-)(?:u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:(?P<secret>[^\s"']{1,256})""")
+_CLI_USER = re.compile(
+    r"""-(?<![\w-]-)(?:u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:(?!\[REDACTED)(?P<secret>[^\s"']{1,256})"""
+)
 # --password SECRET, --token SECRET, --api-key SECRET: a secret-named long option and the next word
 _CLI_LONG = re.compile(
     r"--(?<![\w-]--)(?:password|passwd|pass|token|api-key|apikey|api-token|secret|client-secret|auth-token|"
@@ -442,7 +445,7 @@ _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 _NAMED_OPERATOR = re.compile(
     r"(?i)(?:key|secret|token|pass(?:word|wd|code|phrase)?|pwd|pw|credentials?)"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
-    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|=(?!=)|:(?!=))"
+    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|=(?!=)|:(?!=))(?![ \t]*[\"']?\[REDACTED)"  # not a value already removed
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(
