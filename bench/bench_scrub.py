@@ -290,6 +290,55 @@ def hostile_texts() -> dict[str, str]:
         "ibans": "DE44 5001 0517 5407 3249 31 " * (n // 28),
         "ssns": "123-45-6789 " * (n // 12),
         "cards": "4111 1111 1111 1112 " * (n // 20),
+        # A real match of every other finder every few characters, and text that is already scrubbed.
+        "ipv4": "10.1.2.3 " * (n // 9),
+        "ipv6": "fe80::1:2:3 " * (n // 12),
+        "url-empty-users": "a://:" * (n // 5),
+        "emails": "a@b.co " * (n // 7),
+        "bearer": "Bearer abcdefghijklmnop1 " * (n // 25),
+        "aws-secrets": "aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzzzzzzzzz " * (n // 45),
+        "env-values": "PASSWORD=abc1234! " * (n // 18),
+        "named-values": "twitter_secret = abcdefghij0123456789abcdefghij01 " * (n // 51),
+        "scrubbed": "password = [REDACTED:env_secret] " * (n // 33),
+        "placeholders": "[REDACTED:openai_key]:" * (n // 22),
+        "table-cells": "| password | " * (n // 13),
+        "flag-array": '["--password", ' * (n // 15),
+        # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
+        "national-phones": "07700 900123\n" * (n // 13),
+        **_distinct_numbers(n),
+    }
+
+
+def _distinct_numbers(n: int) -> dict[str, str]:
+    """Numbers that pass their validator's cheap checks, all different, so no answer can be reused."""
+    from stdnum import iban, luhn
+
+    rng = random.Random(7)
+
+    def digits(k: int) -> str:
+        return "".join(rng.choice("0123456789") for _ in range(k))
+
+    def fill(make) -> str:
+        parts: list[str] = []
+        while sum(map(len, parts)) < n:
+            parts.append(make())
+        return "".join(parts)[:n]
+
+    def an_iban() -> str:
+        bban = digits(18)
+        number = "DE" + iban.calc_check_digits("DE00" + bban) + bban
+        return " ".join(number[i : i + 4] for i in range(0, 22, 4)) + " "
+
+    def a_card() -> str:
+        body = "4" + digits(14)
+        number = body + luhn.calc_check_digit(body)
+        return " ".join(number[i : i + 4] for i in range(0, 16, 4)) + " "
+
+    return {
+        "national-phones-distinct": fill(lambda: f"0{digits(3)} {digits(6)}, "),
+        "ssns-distinct": fill(lambda: f"{rng.randint(100, 665)}-{rng.randint(10, 99)}-{rng.randint(1000, 9999)} "),
+        "ibans-distinct": fill(an_iban),
+        "cards-distinct": fill(a_card),
     }
 
 
