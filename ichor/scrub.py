@@ -108,6 +108,9 @@ class Rule:
     gate: tuple[str, ...] = ()
     # True when the finder itself keeps placeholders and references, so the engine need not check again.
     checks_values: bool = False
+    # True when the rule's own replacements can't make a new match for it (its names are words, its values are
+    # skipped once they are placeholders): it runs again only when another rule changes the text.
+    settles: bool = False
 
 
 def _finder(pattern: re.Pattern, check: Check) -> Finder:
@@ -436,6 +439,7 @@ _EXPRESSION = re.compile(
     r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
 )
 _NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
+_NAME_GATE_RE = re.compile("|".join(_NAME_GATE), re.IGNORECASE)
 _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 
 # Where a secret's name can end and its operator follow: every name above ends in one of these words, then
@@ -559,6 +563,157 @@ def _assignment_value(
 
 
 ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=True)
+
+
+# --- a secret-named table cell's value in the next cell, or in the cells of a secret-named column ------------
+
+# A table row: a line with a "|" between cells (Markdown, psql, ASCII boxes). A separator row (|---|:--|) ends a
+# header. Cells are split in Python; the row pattern only picks the lines.
+_TABLE_LINE = re.compile(r"^[^\n|]*\|[^\n]*", re.MULTILINE)
+_SEPARATOR_ROW = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*(?:\||\+|$))+[ \t]*\Z")
+_CELL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_. -]{0,59}")
+_CELL_DECORATION = " \t*`"
+_WHITESPACE = re.compile(r"\s")  # bold or code marks around a name: **DB password**, `api_key`
+
+
+def _cell_strength(cell: str) -> str | None:
+    """The strength of a cell read as a name (``SMTP password`` reads as SMTP_password), None if it is none."""
+    name = cell.strip(_CELL_DECORATION)
+    if not _CELL_NAME.fullmatch(name) or not _NAME_GATE_RE.search(name):
+        return None
+    return _name_strength(name.replace(" ", "_"))
+
+
+def _cell_value(text: str, start: int, end: int, name: str, strength: str) -> tuple[int, int] | None:
+    """The span of a cell's value when it is a secret, without its padding or one layer of backticks/quotes."""
+    while start < end and text[start] in " \t":
+        start += 1
+    while end > start and text[end - 1] in " \t":
+        end -= 1
+    if end - start >= 2 and text[start] == text[end - 1] and text[start] in "`\"'":
+        start, end = start + 1, end - 1
+    if start == end or text.startswith("[REDACTED", start) or _WHITESPACE.search(text, start, end):
+        return None  # empty, already removed, or words: "see the vault", "min 12 characters"
+    return _assignment_value(text, name, strength, ":", start, end, None)
+
+
+def _find_table_values(text: str) -> Iterator[tuple[int, int]]:
+    """``| DB password | Xy7... |``: a cell naming a secret, then its value in the next cell of the row; and
+    ``| user | password |`` over ``|---|---|``: the values of a secret-named column in the rows below."""
+    columns: dict[int, tuple[str, str]] = {}  # column index -> (name, strength), from the header above
+    header: tuple[int, int] | None = None  # the previous row, which a separator row makes the header
+    last_line_end = -2
+    for line in _TABLE_LINE.finditer(text):
+        if line.start() != last_line_end + 1:
+            columns, header = {}, None  # not the next line: a new table
+        last_line_end = line.end()
+        if "--" in line.group(0) and _SEPARATOR_ROW.match(line.group(0)):
+            columns = _secret_columns(text, *header) if header is not None else {}
+            continue
+        header = line.span()
+        if not columns and not _NAME_GATE_RE.search(text, line.start(), line.end()):
+            continue  # no cell can name a secret, and no column does
+        cells = _cells(text, line.start(), line.end())
+        for i, (a, b) in enumerate(cells):
+            if i in columns:
+                span = _cell_value(text, a, b, *columns[i])
+            elif i + 1 < len(cells) and (strength := _cell_strength(text[a:b])) is not None:
+                span = _cell_value(text, *cells[i + 1], text[a:b].strip(_CELL_DECORATION), strength)
+            else:
+                continue
+            if span is not None:
+                yield span
+
+
+def _secret_columns(text: str, start: int, end: int) -> dict[int, tuple[str, str]]:
+    """The columns of a header row whose name is a secret's: index -> (name, strength)."""
+    named = ((i, text[a:b].strip(_CELL_DECORATION)) for i, (a, b) in enumerate(_cells(text, start, end)))
+    return {i: (name, strength) for i, name in named if (strength := _cell_strength(name)) is not None}
+
+
+def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The (start, end) of each cell of a table row: the text between its "|", without the outer empty ones."""
+    bounds = [start - 1]
+    while (bar := text.find("|", bounds[-1] + 1, end)) != -1:
+        bounds.append(bar)
+    bounds.append(end)
+    cells = [(a + 1, b) for a, b in zip(bounds, bounds[1:], strict=False)]
+    if cells and not text[cells[0][0] : cells[0][1]].strip():
+        cells = cells[1:]  # a leading "|"
+    if cells and not text[cells[-1][0] : cells[-1][1]].strip():
+        cells = cells[:-1]  # a trailing "|"
+    return cells
+
+
+TABLE_RULE = Rule("env_secret", _find_table_values, gate=("|",), checks_values=True, settles=True)
+
+
+# --- a secret-named option's value in the next word or list element ---------------------------------------
+
+# An option whose name ends in a secret word, with one or two dashes (keytool's -storepass too), at the start
+# of a word, a quoted string or a list element. Its value is the next word (redis-server --requirepass X), the
+# next element of a list (["--requirepass", "X"], [--requirepass, X]) or the next item of a YAML block list.
+_SECRET_OPTION = re.compile(
+    r"""-(?<![^\s"'\[,(]-)-?(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,60}?"""
+    r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|key))(?![A-Za-z0-9_.-])"""
+)
+_OPTION_VALUE = re.compile(
+    r"""(?P<sep>["']?[ \t]*,\s*|[ \t]+|\r?\n[ \t]*-[ \t]+)(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"',\[\]-][^\s"']{0,255})"""
+)
+_LIST_ITEM_START = re.compile(r"[ \t]*-[ \t]+[\"']?\Z")
+# A secret word glued to another (requirepass, storepass, keypass) names a secret too, unless the whole is a
+# word of its own.
+_GLUED_SECRET = re.compile(r"(?i)[a-z]{2,}(?:pass(?:word|wd|phrase)?|secret|token)")
+_NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
+
+
+def _option_strength(name: str) -> str | None:
+    strength = _name_strength(name)
+    if strength == "strong":
+        return strength
+    if _GLUED_SECRET.fullmatch(name) and name.lower() not in _NOT_GLUED:
+        return "glued"
+    return None
+
+
+def _find_option_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _SECRET_OPTION.finditer(text):
+        strength = _option_strength(m.group("name"))
+        if strength is None:
+            continue
+        quote = text[m.start() - 1] if m.start() > 0 and text[m.start() - 1] in "\"'" else ""
+        if quote and not text.startswith(quote, m.end()):
+            continue  # "--password-file" ... not a whole quoted option
+        value = _OPTION_VALUE.match(text, m.end())
+        if value is None or (quote and "," not in value.group("sep")):
+            continue  # a quoted option is a list element: its value is the next element
+        if "\n" in value.group("sep"):
+            line_start = text.rfind("\n", 0, m.start()) + 1
+            if not _LIST_ITEM_START.match(text[line_start : m.start()]):
+                continue  # the next line is a list item, but the option was not one
+        span = _option_value(value, in_list=bool(quote) or "," in value.group("sep"), glued=strength == "glued")
+        if span is not None:
+            yield span
+
+
+def _option_value(m: re.Match, in_list: bool, glued: bool) -> tuple[int, int] | None:
+    start, end = m.span("value")
+    text = m.string
+    if text[start] in "\"'":
+        start, end = start + 1, end - 1
+    elif in_list:
+        while end > start and text[end - 1] in ",]":
+            end -= 1  # [--requirepass, X]
+    value = text[start:end]
+    if not value or value.isdigit() or _EXPRESSION.match(value) or kept_value(value):
+        return None
+    if glued and not _looks_generated(value):
+        return None  # --compass-like words: only a value that looks generated
+    return start, end
+
+
+OPTION_RULE = Rule("cli_secret", _find_option_values, gate=_NAME_GATE, checks_values=True, settles=True)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -828,7 +983,7 @@ def _rule_sets() -> _RuleSets:
     """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
     rows = scrub_catalogue.rows()
     catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
-    rules = SECRET_RULES + catalogue + (ENV_RULE,) + PII_RULES
+    rules = SECRET_RULES + catalogue + (ENV_RULE, TABLE_RULE, OPTION_RULE) + PII_RULES
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
     )
@@ -891,7 +1046,7 @@ def _apply(text: str, rules: tuple[Rule, ...], passes: int = 1) -> Scrubbed:
         if spans:
             text, lower = _replace(text, lower, spans, placeholder(rule.kind))
             removed[rule.kind] = removed.get(rule.kind, 0) + len(spans)
-            quiet = 0  # this rule has not seen the new text either
+            quiet = 1 if rule.settles else 0  # whether this rule has, in effect, seen the new text
     return Scrubbed(text, removed)
 
 
