@@ -28,6 +28,7 @@ import binascii
 import bisect
 import functools
 import ipaddress
+import itertools
 import re
 import string
 from collections.abc import Callable, Iterator
@@ -273,12 +274,21 @@ _CLI_LONG = re.compile(
 # -p: the password glued to it for the MySQL family (mysql -pSECRET), the next word for tools where -p means
 # password (twine, sshpass, docker login); elsewhere -p is a port, a parent folder or a plugin.
 _CLI_P = re.compile(rf"-p(?<=\s-p)(?:(?P<glued>{_SECRET_WORD})|[ \t]+(?P<spaced>{_SECRET_WORD}))")
+# The same as elements of a list (a Dockerfile's exec form, a compose command, subprocess.run's argv):
+# ["mysql", "-pSECRET"] and ["twine", "upload", "-p", "SECRET"].
+_CLI_P_LISTED = re.compile(
+    r"""(?P<q>["'])-p(?<=[\[,\s]["']-p)(?!\[REDACTED)"""
+    r"""(?:(?P<glued>[^"'\s]{1,256})(?P=q)|"""
+    r"""(?P=q)[ \t]*,[ \t]*(?P<q2>["'])(?!\[REDACTED)(?P<spaced>[^"'\n]{1,256})(?P=q2))"""
+)
+_NEXT_WORD = r"""(?:[ \t]+|["'][ \t]*,[ \t]*["'])"""  # the next word, or the next element of a list
 # Command names start with a literal (no leading \b), so the engine skips between candidates; the character
 # before a name is checked afterwards.
 _GLUED_P_COMMAND = re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb|mysqlsh)\b")
 _SPACED_P_COMMAND = re.compile(
-    r"(?:twine|sshpass|docker login|podman login|nerdctl login|buildah login|skopeo login|helm registry login|"
-    r"smbclient)\b"
+    r"(?:twine|sshpass|(?:docker|podman|nerdctl|buildah|skopeo)NEXTlogin|helmNEXTregistryNEXTlogin|smbclient)\b".replace(
+        "NEXT", _NEXT_WORD
+    )
 )
 _COMMAND_REACH = 300  # how far back on the line the command may be
 _WORD_CHAR = re.compile(r"[\w-]")
@@ -289,7 +299,7 @@ def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
         for m in pattern.finditer(text):
             yield m.span("secret")
     commands: dict[str, list[int]] = {}
-    for m in _CLI_P.finditer(text):
+    for m in itertools.chain(_CLI_P.finditer(text), _CLI_P_LISTED.finditer(text)):
         group = "glued" if m.group("glued") is not None else "spaced"
         if group not in commands:  # every command's position, found once: each -p then costs a bisect
             pattern = _GLUED_P_COMMAND if group == "glued" else _SPACED_P_COMMAND
@@ -567,10 +577,10 @@ ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=
 
 # --- a secret-named table cell's value in the next cell, or in the cells of a secret-named column ------------
 
-# A table row: a line with a "|" between cells (Markdown, psql, ASCII boxes). A separator row (|---|:--|) ends a
-# header. Cells are split in Python; the row pattern only picks the lines.
-_TABLE_LINE = re.compile(r"^[^\n|]*\|[^\n]*", re.MULTILINE)
-_SEPARATOR_ROW = re.compile(r"[ \t]*\|?(?:[ \t]*:?-{2,}:?[ \t]*(?:\||\+|$))+[ \t]*\Z")
+# A table row: a line with a "|" between cells (Markdown, psql, ASCII boxes), or a separator row (|---|:--|,
+# psql's ---+---, a box's +---+), which ends a header. Cells are split in Python; the pattern only picks lines.
+_TABLE_LINE = re.compile(r"^(?:[^\n|]*\|[^\n]*|[ \t]*[-+:| \t]*-{2,}[-+:| \t]*$)", re.MULTILINE)
+_SEPARATOR_ROW = re.compile(r"[ \t]*[|+]?(?:[ \t]*:?-{2,}:?[ \t]*(?:\||\+|$))+[ \t]*\Z")
 _CELL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_. -]{0,59}")
 _CELL_DECORATION = " \t*`"
 _WHITESPACE = re.compile(r"\s")  # bold or code marks around a name: **DB password**, `api_key`
@@ -615,10 +625,10 @@ def _find_table_values(text: str) -> Iterator[tuple[int, int]]:
             continue  # no cell can name a secret, and no column does
         cells = _cells(text, line.start(), line.end())
         for i, (a, b) in enumerate(cells):
-            if i in columns:
-                span = _cell_value(text, a, b, *columns[i])
-            elif i + 1 < len(cells) and (strength := _cell_strength(text[a:b])) is not None:
+            if i + 1 < len(cells) and (strength := _cell_strength(text[a:b])) is not None:
                 span = _cell_value(text, *cells[i + 1], text[a:b].strip(_CELL_DECORATION), strength)
+            elif i in columns:
+                span = _cell_value(text, a, b, *columns[i])
             else:
                 continue
             if span is not None:

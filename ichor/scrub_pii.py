@@ -58,6 +58,19 @@ _SSN = re.compile(r"-(?<=[0-9]{3}-)(?<![\w.-][0-9]{3}-)[0-9]{2}-[0-9]{4}(?![\w]|
 _NATIONAL_PHONE = re.compile(
     r"0(?<![\w+.\[\]/-]0)(?<![0-9][ -]0)[0-9]{1,4}\)?(?:[ .-][0-9]{2,8}){1,4}(?![\w]|[.-][0-9]|/)"
 )
+# A date written day-first or month-first with a four-digit year (01.02.2024, 09-12-2021): the shape of a
+# national number with a trunk 0, and valid in some region, but a date.
+_DATE = re.compile(r"(?P<a>[0-9]{2})(?P<sep>[.-])(?P<b>[0-9]{2})(?P=sep)(?:19|20)[0-9]{2}")
+
+
+def _is_date(candidate: str) -> bool:
+    m = _DATE.fullmatch(candidate)
+    if m is None:
+        return False
+    a, b = int(m.group("a")), int(m.group("b"))
+    return (1 <= a <= 31 and 1 <= b <= 12) or (1 <= a <= 12 and 1 <= b <= 31)
+
+
 # Regions tried for a national number, most populous European and Asian plans first.
 PHONE_REGIONS = ("GB", "FR", "DE", "JP", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "AU", "IN", "BR", "KR", "SE")
 
@@ -167,6 +180,8 @@ def find_national_phones(text: str) -> Iterator[tuple[int, int]]:
         opened = m.start() > 0 and text[m.start() - 1] == "("
         if candidate.count(")") != opened:
             continue  # unbalanced: "0)" with no "(", or "(0" with no ")"
+        if _is_date(candidate):
+            continue
         valid = answers.get(candidate)
         if valid is None:
             valid = answers[candidate] = len(answers) >= MAX_PHONE_CHECKS or _valid_national_phone(candidate)

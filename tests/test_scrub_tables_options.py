@@ -1,0 +1,183 @@
+"""Secrets whose name is in a table cell or an option, and whose value is the next cell, column row, word or
+list element. Each class is checked on several shapes; values are made up at run time."""
+
+import random
+import string
+
+import pytest
+
+from ichor.scrub import scrub
+
+RNG = random.Random(15)
+
+
+def secret() -> str:
+    """A fresh password-like value: letters and digits, then a digit and a symbol."""
+    body = "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(RNG.randint(10, 22)))
+    return body + RNG.choice(string.digits) + RNG.choice("!#%&*+")
+
+
+def token() -> str:
+    return "".join(RNG.choice(string.ascii_lowercase + string.digits) for _ in range(32)) + "9"
+
+
+def assert_removed(text: str, *values: str) -> str:
+    out = scrub(text).text
+    for value in values:
+        assert value not in out, out
+    return out
+
+
+# --- a secret-named cell, then its value in the next cell of the row ---------------------------------------
+
+SAME_ROW_TABLES = [
+    "| setting | value |\n|---|---|\n| region | eu-west-1 |\n| SMTP password | `{v}` |\n| retries | 5 |",
+    "| Setting | Value |\n| --- | --- |\n| **DB password** | {v} |",
+    "| name | value | note |\n|:--|:--|:--|\n| deploy_token | {v} | rotate monthly |",
+    " name        | value\n-------------+-------\n db_password | {v}\n",
+    "+-------------+-----------+\n| key         | value     |\n+-------------+-----------+\n| API key     | {v} |\n",
+    "|client secret|{v}|",
+    "+----------+------+\n| password | {v} |\n+----------+------+\n| token    | {w} |\n+----------+------+",
+]
+
+
+@pytest.mark.parametrize("shape", SAME_ROW_TABLES)
+def test_a_secret_named_cell_loses_the_next_cells_value(shape):
+    first, second = secret(), token()
+    out = assert_removed(shape.format(v=first, w=second), first, second)
+    assert out.count("[REDACTED:env_secret]") == shape.count("{")
+    assert "eu-west-1" in out or "eu-west-1" not in shape  # the other cells stay
+
+
+COLUMN_TABLES = [
+    ("| user | password |\n|------|----------|\n| app | {v} |\n| readonly | {w} |", ["app", "readonly"]),
+    (
+        "| Service | API Token | Owner |\n| --- | --- | --- |\n| billing | `{v}` | ana |\n| search | `{w}` | li |",
+        ["billing", "ana", "search", "li"],
+    ),
+    (" login | passwd \n-------+--------\n app   | {v}\n ro    | {w}\n", ["app", "ro "]),
+    ("+------+----------+\n| user | password |\n+------+----------+\n| app  | {v} |\n| ro   | {w} |\n", ["app"]),
+]
+
+
+@pytest.mark.parametrize(("shape", "kept"), COLUMN_TABLES)
+def test_a_secret_named_column_loses_every_value_below_it(shape, kept):
+    first, second = secret(), secret()
+    out = assert_removed(shape.format(v=first, w=second), first, second)
+    assert out.count("[REDACTED:env_secret]") == 2
+    assert all(word in out for word in kept)
+
+
+KEPT_TABLES = [
+    "| field | required |\n|---|---|\n| password | required |",
+    "| Token | see the vault entry for prod |",
+    "| password | ******** |",
+    "| field | type |\n|---|---|\n| password | string |\n| token | str |\n| api_key | Optional[str] |",
+    "| pass | fail | total |\n|---|---|---|\n| 12 | 0 | 12 |",
+    "| Key | Description |\n|---|---|\n| api_key | Your API key from the dashboard |",
+    "| token | ${DEPLOY_TOKEN} |",
+    "| password | min. 12 characters, 1 digit |",
+    "| user | password |\n|---|---|\n| app | <set in vault> |\n| ro | changeme |",
+    "| sort_key | created_at |",
+]
+
+
+@pytest.mark.parametrize("text", KEPT_TABLES)
+def test_table_cells_that_are_not_secrets_stay(text):
+    assert scrub(text).text == text
+
+
+# --- a secret-named option, then its value as the next word or list element --------------------------------
+
+OPTION_SHAPES = [
+    "redis-server --requirepass {v} --port 6379",
+    "keytool -importkeystore -srcstorepass {v} -deststorepass {w}",
+    "app serve --db-password {v} --workers 4",
+    "vault login --client-secret '{v}'",
+    'command: ["redis-server", "--requirepass", "{v}"]',
+    "subprocess.run(['deploy', '--api-token', '{v}', '--region', 'eu'])",
+    "command: [redis-server, --requirepass, {v}]",
+    "command:\n  - redis-server\n  - --requirepass\n  - {v}\n  - --appendonly\n",
+]
+
+
+@pytest.mark.parametrize("shape", OPTION_SHAPES)
+def test_a_secret_named_options_next_word_or_element_is_removed(shape):
+    first, second = secret(), secret()
+    text = shape.format(v=first, w=second)
+    out = assert_removed(text, first, second)
+    assert "[REDACTED:cli_secret]" in out
+    assert "--port 6379" in out or "--port" not in shape
+
+
+KEPT_OPTIONS = [
+    "run --password-file /etc/app/pw --verbose",
+    "kubectl get secret --secret-name db-creds-2",
+    "deploy --token $DEPLOY_TOKEN",
+    'args: ["--password", "${DB_PASSWORD}"]',
+    "git push --bypass sandbox1",
+    "llm --max-tokens 4096 --api-key-env OPENAI_KEY",
+    "redis-server --requirepass changeme",
+    "app --token-ttl 3600s",
+    "curl --oauth2-bearer-file ./tok",
+]
+
+
+@pytest.mark.parametrize("text", KEPT_OPTIONS)
+def test_options_whose_value_is_not_a_secret_stay(text):
+    assert scrub(text).text == text
+
+
+# --- -p as a list element: only for clients where -p means password ----------------------------------------
+
+P_IN_LISTS = [
+    '["mysql", "-h", "db", "-u", "app", "-p{v}"]',
+    "cmd = ['twine', 'upload', '-u', '__token__', '-p', '{v}', 'dist/*']",
+    'RUN ["docker", "login", "-u", "bot", "-p", "{v}", "registry.local"]',
+]
+
+
+@pytest.mark.parametrize("shape", P_IN_LISTS)
+def test_a_password_given_to_a_known_client_as_a_list_element_is_removed(shape):
+    value = secret()
+    assert "[REDACTED:cli_secret]" in assert_removed(shape.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text", ['["mkdir", "-p", "/srv/app2"]', 'CMD ["ssh", "-p", "2222", "host"]', '["tar", "-p", "-xf", "a2.tar"]']
+)
+def test_p_meaning_a_folder_or_port_in_a_list_stays(text):
+    assert scrub(text).text == text
+
+
+# --- repeated rows and options: each one removed -----------------------------------------------------------
+
+
+def test_many_secret_rows_are_each_removed():
+    values = [secret() for _ in range(300)]
+    text = "| user | password |\n|---|---|\n" + "".join(f"| u{i} | {v} |\n" for i, v in enumerate(values))
+    result = scrub(text)
+    assert not any(v in result.text for v in values)
+    assert result.removed == {"env_secret": 300}
+
+
+def test_many_secret_options_in_one_list_are_each_removed():
+    values = [token() for _ in range(200)]
+    text = "[" + ", ".join(f'"--auth-token", "{v}"' for v in values) + "]"
+    result = scrub(text)
+    assert not any(v in result.text for v in values)
+    assert result.removed == {"cli_secret": 200}
+
+
+# --- dates are not phone numbers ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("date", ["01.02.2024", "09-12-2021", "07.11.1999", "03-25-2026"])
+def test_a_date_with_a_leading_zero_is_not_a_phone_number(date):
+    text = f"released on {date}, see the changelog"
+    assert scrub(text).text == text
+
+
+@pytest.mark.parametrize("phone", ["07700 900123", "06 12 34 56 78", "090-1234-5678", "01-23-4567"])
+def test_national_numbers_beside_dates_are_still_removed(phone):
+    assert scrub(f"on 01.02.2024 call {phone}").text == "on 01.02.2024 call [PHONE]"
