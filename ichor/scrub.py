@@ -586,6 +586,7 @@ _CELL_DECORATION = " \t*`"
 _WHITESPACE = re.compile(r"\s")  # bold or code marks around a name: **DB password**, `api_key`
 
 
+@functools.lru_cache(maxsize=4096)
 def _cell_strength(cell: str) -> str | None:
     """The strength of a cell read as a name (``SMTP password`` reads as SMTP_password), None if it is none."""
     name = cell.strip(_CELL_DECORATION)
