@@ -1041,8 +1041,9 @@ def _apply(text: str, rules: tuple[Rule, ...], passes: int = 1) -> Scrubbed:
     before), so the first look is a superset for every later text.
     """
     removed: dict[str, int] = {}
-    lower: str | None = text.lower()
-    present = _rule_sets().gates.present(lower)
+    first_lower = text.lower()
+    present = _rule_sets().gates.present(first_lower)
+    lower: str | None = first_lower
     quiet = 0  # rules in a row that have run on the current text and found nothing
     for i in range(len(rules) * passes):
         if quiet == len(rules):
