@@ -193,12 +193,24 @@ def config_name(cfg) -> str:
     return cfg.name if isinstance(cfg, Trees) else f"lr/C={cfg.c}"
 
 
+def runs(lr_configs: tuple, per_family: bool) -> list[tuple[str, tuple]]:
+    """The baseline and the pre-registered choice; with ``per_family``, each tree variant forced, for diagnosis."""
+    out = [("lr_only", lr_configs), ("lr_or_trees", lr_configs + TREE_CONFIGS)]
+    if per_family:
+        for inputs in ("stacked", "dense", "stacked_words"):
+            out.append((f"{inputs}_only", tuple(c for c in TREE_CONFIGS if c.inputs == inputs)))
+    return out
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ichor.detect_nonlinear", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
     parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
     parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
     parser.add_argument("--json", help="also write the figures, picks and each window's held-out decisions here")
+    parser.add_argument(
+        "--per-family", action="store_true", help="also each tree variant on its own (a diagnostic, not the decision)"
+    )
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
@@ -211,7 +223,7 @@ def main(argv=None) -> int:
     exp = Experiment(rows, args.variant)
     out = {}
     with threadpool_limits(1):  # the CPU is shared: one thread for the trees' OpenMP loops
-        for run, configs in (("lr_only", tuple(grid.configs)), ("lr_or_trees", tuple(grid.configs) + TREE_CONFIGS)):
+        for run, configs in runs(tuple(grid.configs), args.per_family):
             result = exp.nested_cv(configs, grid, args.outer_folds)
             figures = {p: grouped_blocks(rows, d) for p, d in result["points"].items()}
             picks = Counter(f["config"] for f in result["folds"])
