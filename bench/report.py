@@ -224,7 +224,8 @@ def plugin_table(r: dict) -> str:
         "after the hook returned the pair was stored and its card shown: the worker's capture, then stage 2's "
         "confirmation by the loopback model (Hermes offers `ctx.llm`), while Hermes finishes its own turn on the "
         "same interpreter; the worker is drained after each turn, outside the timed turn. Hermes "
-        f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} pairs stored during the run."
+        f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} distinct pairs stored during the run (the "
+        "script repeats its conversations, and a repeated correction is the same pair again)."
     )
 
 
