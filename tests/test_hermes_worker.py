@@ -67,8 +67,13 @@ def test_pairs_are_stored_in_the_order_of_their_turns(home):
 
 def test_a_worker_far_behind_drops_new_turns_with_one_log_line_each(caplog, gate):
     worker = Worker(max_waiting=2)
-    done = []
-    assert worker.submit(gate.wait)  # running, not waiting
+    done, running = [], threading.Event()
+
+    def hold():
+        running.set()
+        gate.wait()
+
+    assert worker.submit(hold) and running.wait(30)  # running, no longer waiting
     assert worker.submit(lambda: done.append(1)) and worker.submit(lambda: done.append(2))
     with caplog.at_level(logging.WARNING, logger="hermes_plugins.ichor"):
         assert worker.submit(lambda: done.append(3)) is False
