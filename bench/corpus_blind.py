@@ -1342,14 +1342,35 @@ def azure_appsettings(r: random.Random) -> Paste:
 def provider_dotenv(r: random.Random) -> Paste:
     b = _Build()
     lines = []
-    for name in r.sample(list(PROVIDERS), r.randint(5, 8)):
+    for name in r.sample(list(PROVIDERS), r.randint(9, 13)):
         _, value = _provider(r, b, name)
         style = r.choice(("{n}={v}", 'export {n}="{v}"', "{n}='{v}'", "{n} = {v}"))
         lines.append(style.format(n=name, v=value))
     lines.insert(r.randint(0, len(lines)), f"APP_URL={b.stay('http://localhost:3000')}")
-    lines.insert(r.randint(0, len(lines)), f"# OPENAI_API_KEY={b.stay(r.choice(PLACEHOLDERS))}")
+    example = r.choice(("sk-...", "sk-proj-...your key...", "<YOUR_API_KEY>", "YOUR_API_KEY_HERE"))
+    lines.insert(r.randint(0, len(lines)), f"# OPENAI_API_KEY={b.stay(example)}")
     text = "my .env.local, dotenv loads it but process.env.X is undefined in next.config.js:\n" + "\n".join(lines)
     return b.paste("provider_dotenv", text + "\n")
+
+
+def secrets_manager_json(r: random.Random) -> Paste:
+    """A secret manager's answer: the secrets sit JSON-encoded inside another JSON string."""
+    b = _Build()
+    secret = {name: _provider(r, b, name)[1] for name in r.sample(list(PROVIDERS), r.randint(8, 12))}
+    pw = b.go("connection_string_password", _password(r, "url"))
+    secret["DATABASE_URL"] = f"postgres://api:{pw}@api-prod.cluster-{_hex(r, 12)}.eu-west-1.rds.amazonaws.com:5432/api"
+    name = f"prod/{_company(r)}/api"
+    answer = {
+        "ARN": b.stay(f"arn:aws:secretsmanager:eu-west-1:{_digits(r, 12)}:secret:{name}-{_alnum(r, 6)}"),
+        "Name": name,
+        "VersionId": b.stay(_uuid(r)),
+        "SecretString": json.dumps(secret),
+        "VersionStages": ["AWSCURRENT"],
+        "CreatedDate": "2024-11-28T09:14:51.512000+00:00",
+    }
+    text = "$ aws secretsmanager get-secret-value --secret-id " + name + "\n" + json.dumps(answer, indent=4)
+    text += "\nThe Lambda reads it with json.loads(SecretString) but DATABASE_URL comes back None -- why?\n"
+    return b.paste("secrets_manager_json", text)
 
 
 def docker_compose_env(r: random.Random) -> Paste:
@@ -1428,6 +1449,7 @@ def cli_flag_secrets(r: random.Random) -> Paste:
     dump_pw = b.go("password", _password(r, "shell"))
     client_secret = b.go("api_key", _s(r, ALNUM + "~._-", 40))
     vault = b.go("token", _vault(r))
+    _, supabase = _provider(r, b, "SUPABASE_ACCESS_TOKEN")
     tenant = b.stay(_uuid(r))
     text = f"""Commands from our release runbook, the helm one fails with "INSTALLATION FAILED: Unauthorized":
 twine upload --repository pypi -u __token__ -p {pypi} dist/*
@@ -1436,6 +1458,7 @@ helm upgrade --install pg bitnami/postgresql --set auth.postgresPassword={helm_p
 mysqldump --user=backup --password={dump_pw} --single-transaction shop > shop.sql
 az login --service-principal -u {_uuid(r)} --password={client_secret} --tenant {tenant}
 vault login {vault}
+supabase login --token {supabase}
 """
     return b.paste("cli_flag_secrets", text)
 
@@ -1526,6 +1549,7 @@ host=127.0.0.1
 def jupyter_cell_json(r: random.Random) -> Paste:
     b = _Build()
     openai, hf = _openai(r), _hf(r)
+    _, databricks = _provider(r, b, "DATABRICKS_TOKEN")
     cell = {
         "cell_type": "code",
         "execution_count": r.randint(3, 40),
@@ -1536,6 +1560,7 @@ def jupyter_cell_json(r: random.Random) -> Paste:
             "import os\n",
             f'os.environ["OPENAI_API_KEY"] = "{b.go("api_key", openai)}"\n',
             f'login(token="{b.go("token", hf)}")\n',
+            f'w = WorkspaceClient(host="https://adb-{_digits(r, 16)}.7.azuredatabricks.net", token="{databricks}")\n',
             'model = AutoModelForCausalLM.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct")',
         ],
     }
@@ -1616,6 +1641,71 @@ Thanks, I'll check with accounts.
 Mobile: {phone}
 """
     return b.paste("email_headers", text)
+
+
+SECRET_NAMES = {
+    "password": (
+        "password",
+        "passwd",
+        "pwd",
+        "db_pass",
+        "PG_PASS",
+        "adminPassword",
+        "smtp-password",
+        "MasterPassword",
+    ),
+    "api_key": ("api_key", "apiKey", "API_SECRET", "client_secret", "secret_key", "signing-key", "encryptionKey"),
+    "token": ("access_token", "authToken", "AUTH_TOKEN", "bearer_token", "refresh-token", "x_auth_token"),
+}
+ASSIGNMENT_SYNTAX = (
+    '{n} = "{v}"',  # TOML, HCL, Python
+    "{n}: {v}",  # YAML
+    "export {n}='{v}'",  # shell
+    '"{n}": "{v}",',  # JSON
+    "{n}={v}",  # dotenv, INI, properties
+    '    {n}: "{v}",',  # JS/TS object, Go struct literal
+    "'{n}' => '{v}',",  # PHP array
+    '{n} := "{v}"',  # Go
+    'var {n} = "{v}";',  # C#, JS
+    "set {n}={v}",  # cmd.exe
+    '{n} <- "{v}"',  # R
+    "--{n}={v}",  # CLI flag
+)
+
+
+def named_assignments_mixed(r: random.Random) -> Paste:
+    """Assignments in many syntaxes with values that have no provider prefix: only the name says it is secret."""
+    b = _Build()
+    lines = []
+    for syntax in r.sample(ASSIGNMENT_SYNTAX, 5):
+        kind = r.choice(list(SECRET_NAMES))
+        value = _password(r, "shell") if kind == "password" else _s(r, B64URL, r.randint(24, 48))
+        lines.append(syntax.format(n=r.choice(SECRET_NAMES[kind]), v=b.go(kind, value)))
+    lines.insert(r.randint(0, len(lines)), b.stay(f"timeout_seconds = {r.randint(31, 299)}"))
+    text = "Collected from our services while auditing config loading, which of these get picked up?\n" + "\n".join(
+        lines
+    )
+    return b.paste("named_assignments_mixed", text + "\n")
+
+
+def chat_prose_secrets(r: random.Random) -> Paste:
+    """Credentials typed into a sentence, not an assignment."""
+    b = _Build()
+    person = _person(r)
+    pw = b.go("password", _password(r))
+    admin_pw = b.go("password", _password(r, "shell"))
+    key = b.go("api_key", _anthropic(r) if r.random() < 0.5 else _openai(r))
+    templates = (
+        f"My colleague {person[0]} {person[1]} set up our payroll DB; her password is {pw}. How do I connect with psql?",
+        f"The staging database password is `{pw}` (user: staging). Connection keeps timing out from the VPN.",
+        f"I reset it to {pw} but Grafana still says invalid username or password.",
+    )
+    text = (
+        r.choice(templates)
+        + f"\nAlso the admin panel login is admin / {admin_pw} if you need to check the logs."
+        + f"\nMy key is {key} -- is it the right one for the batch API?\n"
+    )
+    return b.paste("chat_prose_secrets", text)
 
 
 # --- shapes carrying only near-misses ---------------------------------------------------------------------------
@@ -1858,6 +1948,29 @@ components:
     return b.paste("openapi_security_spec", text)
 
 
+def secret_named_settings(r: random.Random) -> Paste:
+    """Settings whose names sound secret and whose values are not: lengths, lifetimes, paths, names, algorithms."""
+    b = _Build()
+    kms = b.stay(f"arn:aws:kms:eu-west-1:{_digits(r, 12)}:key/{_uuid(r)}")
+    lines = [
+        b.stay(f"PASSWORD_MIN_LENGTH={r.randint(10, 16)}"),
+        b.stay(f"password_reset_timeout: {r.choice((3600, 86400, 172800))}"),
+        b.stay(f"token_ttl_seconds = {r.choice((900, 1800, 3600))}"),
+        b.stay("POSTGRES_PASSWORD_FILE=/run/secrets/pg_password"),
+        b.stay("api_key_header: X-API-Key"),
+        b.stay(f'secret_name = "prod/{_company(r)}/database"'),
+        b.stay("ssh_key_path: ~/.ssh/id_ed25519"),
+        b.stay('JWT_ALGORITHM = "RS256"'),
+        b.stay("token_endpoint: https://login.example.com/oauth2/v2.0/token"),
+        f"KMS_KEY_ARN={kms}",
+    ]
+    r.shuffle(lines)
+    text = "Which of these belong in the config map and which in the Secret? From our settings module:\n" + "\n".join(
+        lines
+    )
+    return b.paste("secret_named_settings", text + "\n")
+
+
 def env_example_file(r: random.Random) -> Paste:
     b = _Build()
     values = [
@@ -1928,6 +2041,9 @@ _CARRYING: tuple[Callable[[random.Random], Paste], ...] = (
     maven_nuget_xml,
     docker_config_json,
     email_headers,
+    named_assignments_mixed,
+    chat_prose_secrets,
+    secrets_manager_json,
 )
 NEAR_MISS_ONLY: tuple[Callable[[random.Random], Paste], ...] = (
     package_lock_excerpt,
@@ -1942,6 +2058,7 @@ NEAR_MISS_ONLY: tuple[Callable[[random.Random], Paste], ...] = (
     pytest_output,
     env_example_file,
     openapi_security_spec,
+    secret_named_settings,
 )
 
 

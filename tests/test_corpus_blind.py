@@ -121,3 +121,18 @@ def test_corpus_module_does_not_load_the_scrubber():
     code = "import sys, bench.corpus_blind; print(sorted(m for m in sys.modules if m.startswith('ichor')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def _perfect_scrub(text: str, values: list[str]) -> str:
+    for value in sorted(values, key=len, reverse=True):
+        text = text.replace(value, "[X]")
+    return text
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_a_scrubber_removing_exactly_the_labels_scores_perfectly(seed):
+    """The labels are consistent: removing every must_go value leaves none of them behind and every near-miss intact."""
+    for paste in generate(seed=seed, n=300):
+        out = _perfect_scrub(paste.text, [v for _, v in paste.must_go])
+        assert not [v for _, v in paste.must_go if v in out], paste.shape
+        assert not [v for v in paste.must_stay if v not in out], paste.shape
