@@ -1249,6 +1249,26 @@ def sepa_payment_xml(r: random.Random) -> Paste:
     return b.paste("sepa_payment_xml", text)
 
 
+def loan_application_json(r: random.Random) -> Paste:
+    b = _Build()
+    person = _person(r)
+    doc = {
+        "applicationId": b.stay(_uuid(r)),
+        "applicant": {
+            "firstName": person[0],
+            "lastName": person[1],
+            "ssn": b.go("ssn", _ssn(r)),
+            "email": b.go("email", _email(r, person)),
+            "phone": b.go("phone", _phone(r)),
+        },
+        "payout": {"iban": b.go("iban", _iban(r))},
+        "cardOnFile": {"number": b.go("card", _card(r)), "brand": "auto"},
+        "schemaVersion": b.stay(_version(r)),
+    }
+    text = "pydantic ValidationError: applicant.ssn -- string does not match regex. The payload we receive:\n"
+    return b.paste("loan_application_json", text + json.dumps(doc, indent=2) + "\n")
+
+
 def chat_bot_config(r: random.Random) -> Paste:
     b = _Build()
     slack = b.go("token", _slack_bot(r))
@@ -1708,6 +1728,150 @@ def chat_prose_secrets(r: random.Random) -> Paste:
     return b.paste("chat_prose_secrets", text)
 
 
+def graphql_login_body(r: random.Random) -> Paste:
+    b = _Build()
+    email = b.go("email", _email(r))
+    pw = b.go("password", _password(r))
+    signature = b.stay("mutation Login($email: String!, $password: String!)")
+    body = {
+        "operationName": "Login",
+        "query": signature + " { login(email: $email, password: $password) { accessToken } }",
+        "variables": {"email": email, "password": pw},
+    }
+    text = "Apollo returns BAD_USER_INPUT for this request body from the network tab:\n" + json.dumps(body, indent=2)
+    return b.paste("graphql_login_body", text + "\n")
+
+
+def sql_statements(r: random.Random) -> Paste:
+    b = _Build()
+    role_pw = b.go("password", _password(r))
+    mysql_pw = b.go("password", _password(r))
+    rows = []
+    for _ in range(r.randint(2, 3)):
+        person = _person(r)
+        rows.append(
+            f"  ('{person[0]} {person[1]}', '{b.go('email', _email(r, person))}', '{b.go('phone', _phone(r))}', now())"
+        )
+    text = (
+        f"""Migration fails on the second statement (syntax error at or near "IDENTIFIED"):
+CREATE ROLE reporting WITH LOGIN PASSWORD '{role_pw}';
+CREATE USER 'etl'@'%' IDENTIFIED BY '{mysql_pw}';
+INSERT INTO customers (full_name, email, phone, created_at) VALUES
+"""
+        + ",\n".join(rows)
+        + ";\n"
+    )
+    return b.paste("sql_statements", text)
+
+
+def nginx_conf(r: random.Random) -> Paste:
+    b = _Build()
+    key = b.go("api_key", _hex(r, 40))
+    basic = b.go("password", base64.b64encode(f"svc:{_password(r, 'url')}".encode()).decode())
+    htpasswd = b.stay("/etc/nginx/.htpasswd")
+    text = f"""server {{
+    listen 443 ssl;
+    server_name api.{_domain(r)};
+    auth_basic "staff";
+    auth_basic_user_file {htpasswd};
+
+    location /upstream/ {{
+        proxy_pass https://partner.{_domain(r)}/;
+        proxy_set_header X-Api-Key {key};
+        proxy_set_header Authorization "Basic {basic}";
+        proxy_set_header X-Request-Id $request_id;
+    }}
+}}
+# 502 from the partner since yesterday; curl with the same headers works
+"""
+    return b.paste("nginx_conf", text)
+
+
+def dockerfile_env(r: random.Random) -> Paste:
+    b = _Build()
+    sentry = b.go("token", "sntrys_" + _s(r, B64URL, 120))
+    mapbox = b.go("api_key", "sk.eyJ1Ijoi" + _s(r, B64URL, 60) + "." + _s(r, B64URL, 22))
+    base = b.stay(f"node:{r.choice((18, 20, 22))}-alpine@{_digest(r)}")
+    text = f"""FROM {base} AS build
+ARG NPM_TOKEN
+WORKDIR /app
+COPY package*.json ./
+RUN echo "//registry.npmjs.org/:_authToken=${{NPM_TOKEN}}" > .npmrc && npm ci && rm .npmrc
+ENV SENTRY_AUTH_TOKEN={sentry}
+ENV MAPBOX_SECRET_TOKEN={mapbox}
+RUN npm run build
+# the sentry upload step says "Invalid token", but it works locally
+"""
+    b.stay("${NPM_TOKEN}")
+    return b.paste("dockerfile_env", text)
+
+
+def crontab_lines(r: random.Random) -> Paste:
+    b = _Build()
+    user = b.go("home_path_user", _username(r))
+    mail = b.go("email", _email(r))
+    pg = b.go("password", _password(r, "shell"))
+    text = f"""$ crontab -l
+MAILTO={mail}
+SHELL=/bin/bash
+0 3 * * * PGPASSWORD={pg} pg_dump -h db.internal -U backup shop | gzip > /home/{user}/backups/shop-$(date +\\%F).sql.gz
+*/15 * * * * /home/{user}/bin/sync.sh >> /home/{user}/logs/sync.log 2>&1
+The backup job runs but the file is 20 bytes.
+"""
+    return b.paste("crontab_lines", text)
+
+
+def rust_go_panic_paths(r: random.Random) -> Paste:
+    b = _Build()
+    user = b.go("home_path_user", _username(r))
+    if r.random() < 0.5:
+        home = r.choice((f"/home/{user}", f"/Users/{user}"))
+        version = b.stay(f"tokio-1.{r.randint(30, 41)}.{r.randint(0, 9)}")
+        text = f"""thread 'main' panicked at {home}/.cargo/registry/src/index.crates.io-6f17d22bba15001f/{version}/src/runtime/blocking/shutdown.rs:51:21:
+Cannot drop a runtime in a context where blocking is not allowed.
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+error: process didn't exit successfully: `{home}/code/indexer/target/debug/indexer` (exit status: 101)
+"""
+    else:
+        home = r.choice((f"/home/{user}", f"/Users/{user}", f"C:/Users/{user}"))
+        version = b.stay(f"v1.{r.randint(8, 12)}.{r.randint(0, 9)}")
+        text = f"""panic: runtime error: invalid memory address or nil pointer dereference
+[signal SIGSEGV: segmentation violation code=0x1 addr=0x18 pc=0x1029a3c]
+
+goroutine 1 [running]:
+github.com/jackc/pgx/v5/pgxpool.(*Pool).Acquire(0x0, {{0x102c1e7a8, 0x14000126000}})
+\t{home}/go/pkg/mod/github.com/jackc/pgx/v5@{version}/pgxpool/pool.go:512 +0x2c
+main.main()
+\t{home}/src/ledger/main.go:41 +0x1a4
+exit status 2
+"""
+    return b.paste("rust_go_panic_paths", text)
+
+
+def vscode_launch_json(r: random.Random) -> Paste:
+    b = _Build()
+    user = b.go("home_path_user", _username(r))
+    token = b.go("token", _s(r, B64URL, 40))
+    pw = b.go("password", _password(r))
+    config = {
+        "version": "0.2.0",
+        "configurations": [
+            {
+                "name": "API (debug)",
+                "type": "debugpy",
+                "request": "launch",
+                "module": "uvicorn",
+                "args": ["app.main:app", "--reload"],
+                "cwd": b.stay("${workspaceFolder}"),
+                "python": f"C:\\Users\\{user}\\.venvs\\api\\Scripts\\python.exe",
+                "env": {"API_TOKEN": token, "DB_PASSWORD": pw, "LOG_LEVEL": "debug"},
+            }
+        ],
+    }
+    text = "Breakpoints never hit with this launch.json:\n" + json.dumps(config, indent=4)
+    return b.paste("vscode_launch_json", text + "\n")
+
+
 # --- shapes carrying only near-misses ---------------------------------------------------------------------------
 
 
@@ -1971,6 +2135,46 @@ def secret_named_settings(r: random.Random) -> Paste:
     return b.paste("secret_named_settings", text + "\n")
 
 
+def code_reading_secrets(r: random.Random) -> Paste:
+    """Code that handles secrets by name without holding any."""
+    b = _Build()
+    kept = [
+        b.stay('password = os.environ["DB_PASSWORD"]'),
+        b.stay("api_key = settings.STRIPE_SECRET_KEY"),
+        b.stay('token = request.headers.get("Authorization", "").removeprefix("Bearer ")'),
+        b.stay('secret = getpass.getpass("Vault password: ")'),
+        b.stay("conn = psycopg.connect(host=host, user=user, password=password)"),
+        b.stay("client = OpenAI(api_key=api_key)"),
+    ]
+    r.shuffle(kept)
+    body = "\n    ".join(kept)
+    text = f"""mypy says "str | None" is not "str" on the connect line, how do I narrow it properly?
+
+def connect(host: str, user: str) -> None:
+    {body}
+"""
+    return b.paste("code_reading_secrets", text)
+
+
+def sql_schema_migration(r: random.Random) -> Paste:
+    b = _Build()
+    rev = b.stay(_hex(r, 12))
+    text = f"""Alembic autogenerate keeps recreating this table (revision {rev}):
+CREATE TABLE api_keys (
+    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    user_email text NOT NULL REFERENCES users(email),
+    key_prefix char(8) NOT NULL,
+    key_hash bytea NOT NULL,
+    password_changed_at timestamptz,
+    token_expires_at timestamptz DEFAULT now() + interval '{r.choice((30, 60, 90))} days'
+);
+CREATE UNIQUE INDEX api_keys_prefix_idx ON api_keys (key_prefix);
+"""
+    b.stay("key_hash bytea NOT NULL")
+    b.stay("user_email text NOT NULL REFERENCES users(email)")
+    return b.paste("sql_schema_migration", text)
+
+
 def env_example_file(r: random.Random) -> Paste:
     b = _Build()
     values = [
@@ -2044,6 +2248,14 @@ _CARRYING: tuple[Callable[[random.Random], Paste], ...] = (
     named_assignments_mixed,
     chat_prose_secrets,
     secrets_manager_json,
+    graphql_login_body,
+    sql_statements,
+    nginx_conf,
+    dockerfile_env,
+    crontab_lines,
+    rust_go_panic_paths,
+    vscode_launch_json,
+    loan_application_json,
 )
 NEAR_MISS_ONLY: tuple[Callable[[random.Random], Paste], ...] = (
     package_lock_excerpt,
@@ -2059,6 +2271,8 @@ NEAR_MISS_ONLY: tuple[Callable[[random.Random], Paste], ...] = (
     env_example_file,
     openapi_security_spec,
     secret_named_settings,
+    code_reading_secrets,
+    sql_schema_migration,
 )
 
 

@@ -131,7 +131,7 @@ def _perfect_scrub(text: str, values: list[str]) -> str:
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_a_scrubber_removing_exactly_the_labels_scores_perfectly(seed):
-    """The labels are consistent: removing every must_go value leaves none of them behind and every near-miss intact."""
+    """The labels are consistent: removing every must_go value leaves none behind and every near-miss intact."""
     for paste in generate(seed=seed, n=300):
         out = _perfect_scrub(paste.text, [v for _, v in paste.must_go])
         assert not [v for _, v in paste.must_go if v in out], paste.shape
