@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p = sub.add_parser("score", help="score bench/stage2_answers.jsonl against the labels")
     for p in sub.choices.values():
-        p.add_argument("--n", type=int, default=60)
+        p.add_argument("--n", type=int, default=250)
         p.add_argument("--data", type=Path, default=DATA, help="corrections-more.jsonl (default %(default)s)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
