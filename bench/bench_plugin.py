@@ -1,12 +1,17 @@
-"""What ichor adds to a Hermes turn.
+"""What ichor adds to a Hermes turn, on the turn's own thread and off it.
 
 1. **The real loop**: one ``run_agent.AIAgent`` (hermes-agent 0.19.0) against a loopback
    OpenAI-compatible stub, with ichor discovered and enabled. Turns alternate between ichor's hooks
    registered and removed, so both sides share the same process, caches and machine noise. The
-   conversations mix asks, corrections (which store a pair) and acknowledgements.
-2. **Capture alone**: the tracker (detector + scrubber) and the SQLite store, per turn, for a
-   typical correction, an ordinary no-pair turn, and a hostile 50,000-character turn; wall time,
-   and (``*_cpu``) the capturing thread's CPU time.
+   conversations mix asks, corrections (which store a pair) and acknowledgements. Reported: the whole
+   turn with and without ichor, the time inside ichor's hooks (the turn's thread) for ordinary turns and
+   for turns that capture a pair, and how long after the hook returned the pair is stored and its card
+   shown (the background worker, and stage 2's confirmation by the loopback model when Hermes offers
+   ``ctx.llm``). ichor's background work is drained after each turn, outside the timed turn.
+2. **Capture alone**: the tracker's two halves for a typical correction, an ordinary no-pair turn and
+   a hostile 50,000-character turn: ``*_turn_thread`` is ``Tracker.advance`` (the bookkeeping the turn
+   waits for), ``*_off_thread`` is ``capture`` (detector + scrubber) and the SQLite store write, which run
+   on the worker; wall time, and (``*_cpu``) that thread's CPU time.
 
     python -m bench.bench_plugin [--turns 150] [--capture-turns 300]
 """
@@ -43,6 +48,8 @@ class BenchConfig:
 
 def percentiles(samples: list[float]) -> dict:
     ordered = sorted(samples)
+    if not ordered:
+        return {"p50_ms": None, "p99_ms": None, "mean_ms": None, "n": 0}
 
     def pick(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -75,11 +82,14 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
     write_home(home, stub.base_url, ["ichor"])
     os.environ["HERMES_HOME"] = str(home)
     from hermes_cli.plugins import discover_plugins, get_plugin_manager
-    from run_agent import AIAgent
+
+    from ichor.testing import hermes_scenarios
 
     discover_plugins()
     manager = get_plugin_manager()
-    spent = [0.0]
+    plugin = hermes_scenarios._ichor_plugin()
+    assert plugin is not None, "ichor's hooks were not registered: is ichor installed with its entry point?"
+    spent, hook_done, landed = [0.0], [0.0], []
 
     def timed(cb):
         def run(**kwargs):
@@ -87,39 +97,34 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
             try:
                 return cb(**kwargs)
             finally:
-                spent[0] += time.perf_counter() - started
+                hook_done[0] = time.perf_counter()
+                spent[0] += hook_done[0] - started
 
         run.__module__ = cb.__module__
         return run
 
+    keep = plugin.keep
+
+    def timed_keep(new_pair):  # wherever it runs: the worker, or stage 2's confirmation thread
+        keep(new_pair)
+        landed.append(time.perf_counter())
+
+    plugin.keep = timed_keep
     ours = {
         name: [timed(cb) if _is_ichor(cb) else cb for cb in cbs]
         for name, cbs in manager._hooks.items()
         if any(_is_ichor(cb) for cb in cbs)
     }
-    assert ours, "ichor's hooks were not registered: is ichor installed with its entry point?"
 
     def set_ichor(on: bool) -> None:
         for name, cbs in ours.items():
             manager._hooks[name] = list(cbs) if on else [cb for cb in cbs if not _is_ichor(cb)]
 
-    samples, hook_samples = {True: [], False: []}, []
-    agents = {
-        side: AIAgent(
-            base_url=stub.base_url,
-            api_key="sk-stub",
-            provider="custom",
-            model="stub-model",
-            quiet_mode=True,
-            skip_context_files=True,
-            skip_memory=True,
-            enabled_toolsets=[],
-            platform="telegram",
-            max_iterations=2,
-        )
-        for side in (True, False)
-    }
-    history = {True: [], False: []}
+    samples: dict[bool, list[float]] = {True: [], False: []}
+    hooks: dict[str, list[float]] = {"all": [], "ordinary": [], "capturing": []}
+    lands_after: list[float] = []
+    agents = {side: hermes_scenarios._agent(stub, "telegram", stream=True) for side in (True, False)}
+    history: dict[bool, list] = {True: [], False: []}
     warmup = 6
     try:
         from tqdm import tqdm
@@ -138,15 +143,22 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
                 agents[True], agents[False] = agents[False], agents[True]
         set_ichor(side)
         stub.replies.append(reply)
-        spent[0] = 0.0
+        spent[0], landed_before = 0.0, len(landed)
         started = time.perf_counter()
         result = agents[side].run_conversation(user, conversation_history=history[side])
         elapsed = time.perf_counter() - started
+        if side:
+            assert plugin.drain(30), "ichor's background work did not finish within 30 s"
         history[side] = result["messages"]
-        if n >= warmup:
-            samples[side].append(elapsed)
-            if side:
-                hook_samples.append(spent[0])
+        if n < warmup:
+            continue
+        samples[side].append(elapsed)
+        if side:
+            captured = len(landed) > landed_before
+            hooks["all"].append(spent[0])
+            hooks["capturing" if captured else "ordinary"].append(spent[0])
+            if captured:
+                lands_after.append(landed[-1] - hook_done[0])
     set_ichor(True)
     stub.close()
     with_ichor, without = percentiles(samples[True]), percentiles(samples[False])
@@ -160,7 +172,10 @@ def loop_bench(config: BenchConfig, home: Path) -> dict:
         "added_p50_ms": round(with_ichor["p50_ms"] - without["p50_ms"], 3),
         "added_p99_ms": round(with_ichor["p99_ms"] - without["p99_ms"], 3),
         "ratio_p50": round(with_ichor["p50_ms"] / without["p50_ms"], 4),
-        "ichor_hooks_per_turn": percentiles(hook_samples),
+        "ichor_hooks_per_turn": percentiles(hooks["all"]),
+        "ichor_hooks_ordinary_turn": percentiles(hooks["ordinary"]),
+        "ichor_hooks_capturing_turn": percentiles(hooks["capturing"]),
+        "pair_lands_after_hook": percentiles(lands_after),
         "pairs_stored": stored,
     }
 
@@ -188,28 +203,31 @@ def hostile_text(chars: int) -> str:
 
 
 def capture_bench(config: BenchConfig, home: Path) -> dict:
-    from ichor.capture import Tracker, Turn
+    from ichor.capture import Tracker, Turn, capture
     from ichor.store import Store
 
     store = Store.open(home)
 
-    def measure(first: tuple[str, str], second: tuple[str, str], context: list[dict]) -> tuple[list, list]:
-        times, cpu = [], []
+    def measure(first: tuple[str, str], second: tuple[str, str], context: list[dict]) -> dict[str, list]:
+        times: dict[str, list] = {"turn_thread": [], "off_thread": [], "off_thread_cpu": []}
         for i in range(config.capture_turns):
             tracker = Tracker()
             base = context + [
                 {"role": "user", "content": first[0] + f" #{i}"},
                 {"role": "assistant", "content": first[1]},
             ]
-            tracker.observe(Turn("s", "telegram", base[-2]["content"], first[1], base))
+            tracker.advance(Turn("s", "telegram", base[-2]["content"], first[1], base))
             full = base + [{"role": "user", "content": second[0]}, {"role": "assistant", "content": second[1]}]
-            started, started_cpu = time.perf_counter(), time.thread_time()
-            captured = tracker.observe(Turn("s", "telegram", second[0], second[1], full))
+            started = time.perf_counter()
+            pending = tracker.advance(Turn("s", "telegram", second[0], second[1], full))
+            handed_over, started_cpu = time.perf_counter(), time.thread_time()
+            captured = capture(pending) if pending is not None else None
             if captured is not None:
                 store.add_pair(captured.pair)
-            times.append(time.perf_counter() - started)
-            cpu.append(time.thread_time() - started_cpu)
-        return times, cpu
+            times["off_thread"].append(time.perf_counter() - handed_over)
+            times["off_thread_cpu"].append(time.thread_time() - started_cpu)
+            times["turn_thread"].append(handed_over - started)
+        return times
 
     context = [
         {"role": "user" if i % 2 == 0 else "assistant", "content": f"earlier message {i} " * 20} for i in range(10)
@@ -227,11 +245,14 @@ def capture_bench(config: BenchConfig, home: Path) -> dict:
     # Wall time is what a turn feels; CPU time of the capturing thread leaves out time the OS gave to
     # other processes, which dominates p99 on a busy 2-core machine.
     return {
-        "typical_correction": percentiles(typical[0]),
-        "no_pair_turn": percentiles(ordinary[0]),
-        hostile_key: percentiles(rough[0]),
-        "typical_correction_cpu": percentiles(typical[1]),
-        f"{hostile_key}_cpu": percentiles(rough[1]),
+        "typical_correction_turn_thread": percentiles(typical["turn_thread"]),
+        "typical_correction_off_thread": percentiles(typical["off_thread"]),
+        "no_pair_turn_turn_thread": percentiles(ordinary["turn_thread"]),
+        "no_pair_turn_off_thread": percentiles(ordinary["off_thread"]),
+        f"{hostile_key}_turn_thread": percentiles(rough["turn_thread"]),
+        f"{hostile_key}_off_thread": percentiles(rough["off_thread"]),
+        "typical_correction_off_thread_cpu": percentiles(typical["off_thread_cpu"]),
+        f"{hostile_key}_off_thread_cpu": percentiles(rough["off_thread_cpu"]),
     }
 
 
@@ -251,9 +272,13 @@ def main(argv: list[str] | None = None) -> dict:
     print(
         f"hermes turn p50 {loop['without_ichor']['p50_ms']} ms without ichor, "
         f"{loop['with_ichor']['p50_ms']} ms with "
-        f"(+{loop['added_p50_ms']} ms; p99 +{loop['added_p99_ms']} ms); time inside ichor's hooks p50 "
-        f"{loop['ichor_hooks_per_turn']['p50_ms']} ms, p99 {loop['ichor_hooks_per_turn']['p99_ms']} ms"
+        f"(+{loop['added_p50_ms']} ms; p99 +{loop['added_p99_ms']} ms)"
     )
+    for name in ("ichor_hooks_per_turn", "ichor_hooks_ordinary_turn", "ichor_hooks_capturing_turn"):
+        figures = loop[name]
+        print(f"{name}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms, n {figures['n']}")
+    lands = loop["pair_lands_after_hook"]
+    print(f"pair stored and card shown after the hook returned: p50 {lands['p50_ms']} ms, p99 {lands['p99_ms']} ms")
     for name, figures in capture.items():
         print(f"capture {name}: p50 {figures['p50_ms']} ms, p99 {figures['p99_ms']} ms")
     print(f"wrote {out}")

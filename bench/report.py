@@ -16,9 +16,10 @@ SECTIONS = [
     (
         "Capture cost per Hermes turn",
         ("plugin", "detect"),
-        "Time ichor's capture path adds to one turn (tracker + detector + scrubber + store), p50 and p99, for "
-        "typical turns and for 50,000-character hostile text. Target: p50 < 2 ms and p99 < 10 ms on "
-        "typical turns, < 50 ms on hostile text.",
+        "What ichor's capture path costs per turn, p50 and p99, in two halves: on the turn's own thread (the "
+        "tracker's bookkeeping, which the turn waits for) and on the plugin's background worker (detector + "
+        "scrubber + store write; the card follows it). Target: on the turn's thread p50 < 2 ms and p99 < 10 ms; "
+        "50,000-character hostile text < 50 ms.",
     ),
     (
         "Plugin: time added to a real Hermes turn",
@@ -185,9 +186,18 @@ def capture_table(r: dict) -> str:
     cases = r["capture"]
     rows = [[case, c["p50_ms"], c["p99_ms"], c.get("mean_ms"), c.get("n")] for case, c in cases.items()]
     return table(["turn", "p50 ms", "p99 ms", "mean ms", "turns"], rows) + (
-        "\n\n`typical_correction`: a turn that makes a pair (detect + scrub + store write); `no_pair_turn`: an "
-        "ordinary next message; `hostile_50k`: 50,000 characters built to stall regexes."
+        "\n\n`*_turn_thread`: `Tracker.advance`, what the turn waits for; `*_off_thread`: detector + scrubber + "
+        "store write, on the worker (`*_cpu`: that thread's CPU time). `typical_correction`: a turn that makes a "
+        "pair; `no_pair_turn`: an ordinary next message; `hostile_50k`: 50,000 characters built to stall regexes."
     )
+
+
+PLUGIN_ROWS = (
+    ("ichor_hooks_per_turn", "ichor's hooks (turn's thread), every turn"),
+    ("ichor_hooks_ordinary_turn", "ichor's hooks, turns that capture nothing"),
+    ("ichor_hooks_capturing_turn", "ichor's hooks, turns that capture a pair"),
+    ("pair_lands_after_hook", "pair stored and card shown, after the hook"),
+)
 
 
 def plugin_table(r: dict) -> str:
@@ -202,15 +212,20 @@ def plugin_table(r: dict) -> str:
         ]
         for side in ("without_ichor", "with_ichor")
     ]
-    if "ichor_hooks_per_turn" in loop:
-        h = loop["ichor_hooks_per_turn"]
-        rows.append(["ichor's hooks alone", h["p50_ms"], h["p99_ms"], h.get("mean_ms"), h.get("n")])
+    for key, name in PLUGIN_ROWS:
+        if key in loop:
+            h = loop[key]
+            rows.append([name, h["p50_ms"], h["p99_ms"], h.get("mean_ms"), h.get("n")])
     return (
         table(["Hermes turn", "p50 ms", "p99 ms", "mean ms", "turns"], rows)
         + f"\n\nAdded per turn: p50 {fmt(loop.get('added_p50_ms'))} ms, p99 {fmt(loop.get('added_p99_ms'))} ms; "
         f"with/without at p50: {fmt(loop.get('ratio_p50'))}×. A whole turn's p99 is dominated by the loopback "
-        "model and scheduling noise, hence the hooks' own time on the last row. Hermes "
-        f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} pairs stored during the run."
+        "model and scheduling noise, hence the hooks' own time on the turn's thread. The last row is how long "
+        "after the hook returned the pair was stored and its card shown: the worker's capture, then stage 2's "
+        "confirmation by the loopback model (Hermes offers `ctx.llm`), while Hermes finishes its own turn on the "
+        "same interpreter; the worker is drained after each turn, outside the timed turn. Hermes "
+        f"{r.get('hermes_agent', '?')}; {fmt(loop.get('pairs_stored'))} distinct pairs stored during the run (the "
+        "script repeats its conversations, and a repeated correction is the same pair again)."
     )
 
 
@@ -315,30 +330,27 @@ def target_rows(results: dict) -> list[list]:
                 store["exact"],
             ]
         )
-    capture = (results.get("plugin") or {}).get("capture") or {}
-    typical = capture.get("typical_correction")
-    if typical:
+    plugin = results.get("plugin") or {}
+    capturing = (plugin.get("loop") or {}).get("ichor_hooks_capturing_turn") or {}
+    if capturing.get("n"):
+        for figure, limit in (("p50_ms", CAPTURE_P50_MS), ("p99_ms", CAPTURE_P99_MS)):
+            rows.append(
+                [
+                    f"ichor's hooks on a turn that captures a pair (bench_plugin, real loop): "
+                    f"{figure[:3]} < {limit:g} ms",
+                    f"{fmt(capturing[figure])} ms",
+                    capturing[figure] < limit,
+                ]
+            )
+    capture = plugin.get("capture") or {}
+    hostile, hostile_turn = capture.get("hostile_50k_off_thread"), capture.get("hostile_50k_turn_thread")
+    if hostile and hostile_turn:
+        both = hostile["p99_ms"] + hostile_turn["p99_ms"]
         rows.append(
             [
-                f"Capture path (bench_plugin), typical turn: p50 < {CAPTURE_P50_MS:g} ms",
-                f"{fmt(typical['p50_ms'])} ms",
-                typical["p50_ms"] < CAPTURE_P50_MS,
-            ]
-        )
-        rows.append(
-            [
-                f"Capture path (bench_plugin), typical turn: p99 < {CAPTURE_P99_MS:g} ms",
-                f"{fmt(typical['p99_ms'])} ms",
-                typical["p99_ms"] < CAPTURE_P99_MS,
-            ]
-        )
-    hostile = capture.get("hostile_50k")
-    if hostile:
-        rows.append(
-            [
-                f"Capture path (bench_plugin), 50k hostile text: p99 < {HOSTILE_MS:g} ms",
-                f"{fmt(hostile['p99_ms'])} ms",
-                hostile["p99_ms"] < HOSTILE_MS,
+                f"Capture of 50k hostile text, turn's thread + worker (bench_plugin): p99 sum < {HOSTILE_MS:g} ms",
+                f"{fmt(hostile_turn['p99_ms'])} + {fmt(hostile['p99_ms'])} ms",
+                both < HOSTILE_MS,
             ]
         )
     scrub = results.get("scrub") or {}

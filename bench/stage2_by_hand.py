@@ -83,6 +83,19 @@ def held_out_stage1(data_dir: Path, rows: list[dict]):
     return run, len(train)
 
 
+def slice_of(row: dict) -> str:
+    """corrections-more's slices: ids ``l5-`` are agent transcripts, ``l1-``–``l3-`` aider logs."""
+    return "agent transcripts" if row["id"].startswith("l5-") else "aider logs"
+
+
+def score_by_slice(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) -> dict[str, dict]:
+    """``score`` on every window, then on each slice."""
+    report = {"all": score(rows, answers, stage1_fn)}
+    for name in sorted({slice_of(r) for r in rows}):
+        report[name] = score([r for r in rows if slice_of(r) == name], answers, stage1_fn)
+    return report
+
+
 def score(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) -> dict:
     gold, first, candidates, alone, both = [], [], [], [], []
     for row in rows:
@@ -118,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folder", type=Path)
     p = sub.add_parser("score", help="score bench/stage2_answers.jsonl against the labels")
     for p in sub.choices.values():
-        p.add_argument("--n", type=int, default=60)
+        p.add_argument("--n", type=int, default=250)
         p.add_argument("--data", type=Path, default=DATA, help="corrections-more.jsonl (default %(default)s)")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -134,13 +147,21 @@ def main(argv: list[str] | None = None) -> int:
             if line.strip():
                 obj = json.loads(line)
                 answers[obj["id"]] = obj["answer"]
+    missing = [r["id"] for r in rows if r["id"] not in answers]
+    if missing:
+        parser.exit(
+            2, f"stage2_by_hand: {len(missing)} sampled windows have no answer in {ANSWERS} (first: {missing[0]})\n"
+        )
     stage1_fn, trained = held_out_stage1(args.data.parent, rows)
-    report = score(rows, answers, stage1_fn)
-    print(f"n {report['n']} windows, {report['repositories']} repositories, {report['positives']} positive")
-    print(f"stage 1 fitted on the other {trained} windows; reached stage 2: {_cell(report['reached stage 2'])}")
-    for name in ("stage1 standalone", "stage1 candidate", "stage2 alone", "stage1 candidate and stage2"):
-        block = report[name]
-        print(f"{name:<30} P {_cell(block['precision'])}   R {_cell(block['recall'])}")
+    print(f"stage 1 fitted on the other {trained} windows")
+    for part, report in score_by_slice(rows, answers, stage1_fn).items():
+        print(
+            f"\n{part}: n {report['n']} windows, {report['repositories']} repositories, {report['positives']} positive"
+        )
+        print(f"reached stage 2: {_cell(report['reached stage 2'])}")
+        for name in ("stage1 standalone", "stage1 candidate", "stage2 alone", "stage1 candidate and stage2"):
+            block = report[name]
+            print(f"{name:<30} P {_cell(block['precision'])}   R {_cell(block['recall'])}")
     return 0
 
 

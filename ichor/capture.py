@@ -1,7 +1,9 @@
 """The turn tracker: reads a session's turns and decides when one of them makes a preference pair.
 
 Pure and host-free (no Hermes import), so it is tested and benchmarked on its own. The Hermes
-adapter feeds it one ``Turn`` per finished agent turn (``post_llm_call``).
+adapter feeds it one ``Turn`` per finished agent turn (``post_llm_call``) in two halves:
+``Tracker.advance`` does the cheap bookkeeping on the turn's own thread and returns a ``Pending``;
+``capture`` (detection, cutting, scrubbing) needs nothing but that and runs wherever the caller likes.
 
 Each session remembers its last turn: the history before it, the user message and the answer.
 When nothing is remembered (the process restarted, ``hermes chat -r`` resumed the session, a one-shot
@@ -65,6 +67,18 @@ class _Last:
     user: str
     answer: str
     after: list[tuple[str, str]]  # the history the last turn ended with
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A turn that follows its session's last one: all ``capture`` needs, with no tracker state."""
+
+    shape: str  # "next" (the history grew by the last exchange), "retry" or "undo" (it was taken back)
+    last: _Last
+    user: str
+    answer: str
+    platform: str
+    session_id: str
 
 
 def text_of(content) -> str:
@@ -137,9 +151,10 @@ class Tracker:
         with self._lock:
             self._sessions.pop(session_id, None)
 
-    def observe(self, turn: Turn, threshold: str = "standalone", model_path=None) -> Capture | None:
-        """The pair this turn makes, if any. ``threshold`` is the detector's operating point and ``model_path``
-        the profile's refitted detector (the shipped one when None or unreadable)."""
+    def advance(self, turn: Turn) -> Pending | None:
+        """Record ``turn`` as its session's last one; the work left to decide on a pair, if it may make one.
+
+        Only bookkeeping (which turn follows which), cheap enough for the turn's own thread."""
         if (turn.platform or "") in IGNORED_PLATFORMS or not turn.session_id:
             return None
         user, answer = text_of(turn.user_message), text_of(turn.assistant_response)
@@ -152,41 +167,66 @@ class Tracker:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
             return None
-        kind, label, detected = self._classify(last, before, user, answer, threshold, model_path)
-        if kind is None or same_answer(last.answer, answer):
+        shape = _shape(last, before, user)
+        if shape is None or same_answer(last.answer, answer):
             return None
-        return Capture(self._pair(kind, label, last, user, answer, turn), detected)
+        return Pending(shape, last, user, answer, turn.platform, turn.session_id)
 
-    @staticmethod
-    def _classify(last: _Last, before, user: str, answer: str, threshold: str, model_path):
-        """(kind, label, whether the detector decided) of this turn against the last one."""
-        if len(before) == len(last.after) and before == last.after:
-            found = stage1(Window(last.user, last.answer, user, answer), threshold, model_path)
-            if found.kind in ("correction", "retry"):
-                return found.kind, found.label, True
-            return None, None, False
-        if len(before) == len(last.before) and before == last.before:
-            if user == last.user:
-                return "retry", "retried answer", False
-            found = stage1(Window(last.user, last.answer, user, answer), "standalone", model_path)
-            return "undo", found.label or "undone answer", False
-        return None, None, False
+    def observe(self, turn: Turn, threshold: str = "standalone", model_path=None) -> Capture | None:
+        """``advance`` and ``capture`` in one call, for a caller with no thread of its own to spare."""
+        pending = self.advance(turn)
+        return None if pending is None else capture(pending, threshold, model_path)
 
-    @staticmethod
-    def _pair(kind: str, label: str | None, last: _Last, user: str, answer: str, turn: Turn) -> NewPair:
-        context = last.before[-(PROMPT_MESSAGES - 1) :] if PROMPT_MESSAGES > 1 else []
-        prompt = [{"role": role, "content": _cut(text)} for role, text in context]
-        prompt.append({"role": "user", "content": _cut(last.user)})
-        prompt, removed_prompt = scrub_messages(prompt)
-        said, rejected, accepted = (scrub(_cut(t)) for t in (user, last.answer, answer))
-        return NewPair(
-            kind=kind,
-            user_said=said.text,
-            prompt=prompt,
-            rejected=rejected.text,
-            accepted=accepted.text,
-            label=label,
-            platform=turn.platform,
-            session_id=turn.session_id,
-            scrubbed=merge_counts(removed_prompt, said.removed, rejected.removed, accepted.removed),
-        )
+
+def _shape(last: _Last, before: list[tuple[str, str]], user: str) -> str | None:
+    """How a turn follows the last one: ``next`` message, the same message again (``retry``), or ``undo``."""
+    if len(before) == len(last.after) and before == last.after:
+        return "next"
+    if len(before) == len(last.before) and before == last.before:
+        return "retry" if user == last.user else "undo"
+    return None
+
+
+def capture(pending: Pending, threshold: str = "standalone", model_path=None) -> Capture | None:
+    """The pair a turn makes, if any: detection, then the pair cut and scrubbed. Pure, and the costly half.
+
+    ``threshold`` is the detector's operating point and ``model_path`` the profile's refitted detector (the
+    shipped one when None or unreadable)."""
+    kind, label, detected = _classify(pending, threshold, model_path)
+    if kind is None:
+        return None
+    return Capture(_pair(kind, label, pending), detected)
+
+
+def _classify(pending: Pending, threshold: str, model_path):
+    """(kind, label, whether the detector decided) of a turn."""
+    last = pending.last
+    if pending.shape == "retry":
+        return "retry", "retried answer", False
+    window = Window(last.user, last.answer, pending.user, pending.answer)
+    if pending.shape == "undo":
+        return "undo", stage1(window, "standalone", model_path).label or "undone answer", False
+    found = stage1(window, threshold, model_path)
+    if found.kind in ("correction", "retry"):
+        return found.kind, found.label, True
+    return None, None, False
+
+
+def _pair(kind: str, label: str | None, pending: Pending) -> NewPair:
+    last = pending.last
+    context = last.before[-(PROMPT_MESSAGES - 1) :] if PROMPT_MESSAGES > 1 else []
+    prompt = [{"role": role, "content": _cut(text)} for role, text in context]
+    prompt.append({"role": "user", "content": _cut(last.user)})
+    prompt, removed_prompt = scrub_messages(prompt)
+    said, rejected, accepted = (scrub(_cut(t)) for t in (pending.user, last.answer, pending.answer))
+    return NewPair(
+        kind=kind,
+        user_said=said.text,
+        prompt=prompt,
+        rejected=rejected.text,
+        accepted=accepted.text,
+        label=label,
+        platform=pending.platform,
+        session_id=pending.session_id,
+        scrubbed=merge_counts(removed_prompt, said.removed, rejected.removed, accepted.removed),
+    )

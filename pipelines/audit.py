@@ -112,6 +112,13 @@ def audit_records(records: Iterable[dict], stats: dict, fail_on_leak: bool = Tru
     stats["redactions"] = dict(sorted(stats["redactions"].items()))
 
 
+def store_check_line(stats: dict) -> str:
+    """What the audit says about the pair store: how many it dropped, or why it could not look."""
+    if stats["store"].startswith("not checked"):
+        return f"kept pairs were {stats['store']}"
+    return f"{stats['dropped_not_in_store']} dropped as no longer in the pair store ({stats['store']})"
+
+
 def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, batch: int = 500) -> Iterator[dict]:
     """``records`` less those whose pair the store at ``store_file`` no longer has; counts them in ``stats``.
 
@@ -120,6 +127,10 @@ def without_forgotten(records: Iterable[dict], store_file: Path, stats: dict, ba
     from ichor.store import Store, StoreError
 
     stats["dropped_not_in_store"] = 0
+    if not Path(store_file).exists():
+        stats["store"] = f"not checked: no pair store at {store_file}"
+        yield from records
+        return
     try:
         store = Store(store_file, read_only=True)
     except (StoreError, OSError) as exc:
@@ -204,7 +215,7 @@ def audit(paths, params: dict) -> dict:
     print(
         f"audit: {stats['pairs_in']} pairs from {used} → {stats['pairs_out']} kept; "
         f"{stats['leaks_found']} leaks, {stats['duplicates']} duplicates, {stats['identical']} identical; "
-        f"{stats['dropped_not_in_store']} dropped as no longer in the pair store ({stats['store']})"
+        + store_check_line(stats)
     )
     if stats["pairs_out"] < data.min_pairs:
         print(

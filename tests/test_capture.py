@@ -1,6 +1,6 @@
 """The pure turn tracker: which turns make a pair, and what the pair holds."""
 
-from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn
+from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn, capture
 
 ASK = "list the files in this folder"
 CORRECTION = "no, make it human readable and sorted by size"
@@ -193,3 +193,25 @@ def test_session_memory_is_bounded():
     for i in range(10):
         tracker.observe(turn(history(ASK, "ls"), session=f"s{i}"))
     assert len(tracker) == 3
+
+
+def test_pending_work_is_decided_later_whatever_the_session_did_since():
+    """``advance`` on the turn's thread, ``capture`` on a worker that may run after later turns were tracked."""
+    tracker = Tracker()
+    assert tracker.advance(turn(history(ASK, "ls"))) is None  # the first turn: nothing to compare with
+    pending = tracker.advance(turn(history(ASK, "ls", CORRECTION, "ls -lhS")))
+    assert pending is not None and pending.shape == "next"
+    tracker.advance(turn(history("something else", "ok")))  # the session moves on before the worker runs
+    tracker.forget_session("s1")
+    got = capture(pending)
+    assert got is not None and got.detected
+    assert (got.pair.kind, got.pair.rejected, got.pair.accepted) == ("correction", "ls", "ls -lhS")
+
+
+def test_advance_leaves_nothing_to_do_for_turns_that_cannot_pair():
+    tracker = Tracker()
+    assert tracker.advance(turn(history(ASK, "ls"))) is None  # nothing to compare with
+    assert tracker.advance(turn(history(ASK, "ls", ASK, "ls"))) is None  # the same answer again
+    assert tracker.advance(turn(history(ASK, "ls"), platform="cron")) is None
+    ack = tracker.advance(turn(history(ASK, "ls", ASK, "ls", "thanks", "glad it helped")))
+    assert ack is not None and capture(ack) is None  # the detector's call, made off the turn's thread

@@ -297,7 +297,9 @@ def test_the_audit_without_a_visible_store_drops_nothing_and_says_so(tmp_path, m
     records = [{"uid": "a1"}, {"uid": "b2"}]
     stats: dict = {}
     assert list(audit.without_forgotten(records, tmp_path / "no-home" / "ichor.db", stats)) == records
-    assert stats["dropped_not_in_store"] == 0 and stats["store"].startswith("not checked")
+    assert stats["dropped_not_in_store"] == 0
+    assert stats["store"] == f"not checked: no pair store at {tmp_path / 'no-home' / 'ichor.db'}"
+    assert audit.store_check_line(stats) == f"kept pairs were {stats['store']}"
 
 
 def test_the_cli_warns_in_one_line_when_the_override_differs_from_the_setting(tmp_path, monkeypatch):

@@ -157,3 +157,42 @@ def test_embedding_features_have_the_documented_shapes():
     unit = dense_features(emb, "unit")
     assert np.allclose(unit[:, 8], (emb["user"] * emb["prev_user"]).sum(1))
     assert np.allclose(dense_features(emb, "sqrt")[:, :8], unit[:, :8] * np.sqrt(8))
+
+
+def _noisy_rows() -> list[dict]:
+    rows = _synthetic_rows(repos=6)
+    for row in rows[3::7]:  # some labels against the text, so the scores are not all 0 or 1
+        row["is_correction"] = not row["is_correction"]
+    return rows
+
+
+def test_nonlinear_experiments_baseline_is_the_shipped_nested_cv():
+    pytest.importorskip("sklearn", reason="the experiment fits models: needs the fit extra")
+    from ichor import detect_cv, detect_fit
+    from ichor.detect_nonlinear import Experiment
+
+    rows, grid = _noisy_rows(), detect_fit.Grid(c=(0.3, 1.0), inner_folds=2)
+    shipped = detect_cv.nested_cv(rows, "reply", grid, outer_folds=3)
+    mine = Experiment(rows, "reply").nested_cv(tuple(grid.configs), grid, outer_folds=3)
+    assert mine["points"] == shipped["points"]
+    assert mine["scores"] == pytest.approx(shipped["scores"], abs=1e-9)
+
+
+def test_nonlinear_experiment_stacks_an_out_of_fold_score_and_no_words_in_the_dense_part():
+    pytest.importorskip("sklearn", reason="the experiment fits models: needs the fit extra")
+    from ichor import detect_fit
+    from ichor.detect_nonlinear import TREE_CONFIGS, Experiment, is_lexical
+
+    rows = _noisy_rows()
+    exp = Experiment(rows, "reply")
+    assert not any(is_lexical(f) or f == "bias" for names in exp.dense_names for f in names)
+    train, test = list(range(80)), list(range(80, 120))
+    stacked_train, _ = exp.stack_feature("stacked", train, test)
+    # a window's stacked score comes from an LR fitted without its repository
+    folds = detect_fit.group_folds(exp.groups[:80], 4)
+    held = folds[0]
+    rest = [i for i in train if i not in set(held)]
+    expected = exp._lr(detect_fit.Config(c=0.3), rest, held)
+    assert [stacked_train[i] for i in held] == pytest.approx(expected, abs=1e-12)
+    scores = exp.fit_score(TREE_CONFIGS[0], train, test)
+    assert len(scores) == 40 and all(0.0 <= s <= 1.0 for s in scores)

@@ -109,8 +109,8 @@ def test_confirm_model_needs_hermes_permission(tmp_path):
     assert call["model"] == "cheap-model" and allowed["pairs"] == []
 
 
-def test_without_ctx_llm_stage_one_decides_on_the_turn(home):
-    """A host that gives no ``ctx.llm``: the pair is stored before the hook returns, no thread involved."""
+def test_without_ctx_llm_stage_one_decides_without_a_confirmation(home):
+    """A host that gives no ``ctx.llm``: the worker stores the detector's pair, no confirmation thread involved."""
     import threading
 
     from ichor.hermes import IchorPlugin
@@ -121,6 +121,7 @@ def test_without_ctx_llm_stage_one_decides_on_the_turn(home):
     plugin.post_llm_call("s1", ASK, "ls -S", first, "telegram")
     second = first + [{"role": "user", "content": CORRECTION}, {"role": "assistant", "content": "ls -lhS"}]
     plugin.post_llm_call("s1", CORRECTION, "ls -lhS", second, "telegram")
+    assert plugin.drain(30)
     assert not [t for t in threading.enumerate() if t.name == "ichor-confirm"]
     with Store.open(home) as store:
         [pair] = store.iter_pairs(("pending",))

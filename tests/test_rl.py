@@ -43,7 +43,7 @@ def lora_tensors(folder):
 
 
 @pytest.mark.slow  # about 20 s on 2 cores: TRL's GRPOTrainer generating, scoring and stepping twice
-def test_grpo_update_changes_the_adapter_and_reports_every_figure_with_its_n(tmp_path):
+def test_grpo_update_changes_the_adapter_and_reports_every_figure_with_its_n(tmp_path, capsys):
     from pipelines.rl import main
 
     base = build_tiny_model(tmp_path / "base")
@@ -54,6 +54,9 @@ def test_grpo_update_changes_the_adapter_and_reports_every_figure_with_its_n(tmp
         "--out", str(tmp_path / "grpo"), "--samples-dir", str(tmp_path / "rl"), "--metrics", str(tmp_path / "rl.json"),
     ]  # fmt: skip
     assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "step 1/2: reward " in out and "step 2/2: reward " in out
+    assert "{'loss'" not in out and "'rewards/" not in out  # TRL's raw per-step dict is not printed
     # LoRA's B matrices start at zero: any non-zero B means the optimiser stepped on the reward's advantages
     tensors = lora_tensors(tmp_path / "grpo")
     b_norms = [float(t.abs().sum()) for name, t in tensors.items() if "lora_B" in name]
@@ -87,6 +90,15 @@ def test_starting_from_dpo_needs_the_adapter(tmp_path, capsys):
     args = ["--params", str(write_params(tmp_path, "dpo")), "--base", str(base), "--dpo", str(tmp_path / "none")]
     assert main([*args, "--pairs", str(pairs), "--out", str(tmp_path / "grpo")]) == 2
     assert "no DPO adapter" in capsys.readouterr().err
+
+
+def test_step_line_reads_trls_logged_reward_and_kl():
+    from pipelines.rl import step_line
+
+    assert step_line(3, 10, {"reward": 0.4123, "reward_std": 0.21, "kl": 0.00123}) == (
+        "step 3/10: reward 0.412 ± 0.210, kl 0.0012"
+    )
+    assert step_line(1, 2, {"reward": -1.0}) == "step 1/2: reward -1.000"
 
 
 def test_reward_functions_get_dataset_columns_and_only_weighted_terms():

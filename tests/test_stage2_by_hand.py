@@ -46,3 +46,12 @@ def test_prompts_are_the_exact_messages_and_hold_no_label(tmp_path):
     assert (tmp_path / "a_one-0.txt").read_text() == user["content"]
     assert (tmp_path / "SYSTEM.txt").read_text() == system["content"]
     assert '"kind"' not in user["content"]
+
+
+def test_slices_split_agent_transcripts_from_aider_logs():
+    agent = [dict(r, id=f"l5-{i:04d}") for i, r in enumerate(rows("d/four", 2, "correction"))]
+    answers = {r["id"]: json.dumps({"kind": r["kind"]}) for r in DATA + agent}
+    report = s2.score_by_slice(DATA + agent, answers)
+    assert set(report) == {"all", "aider logs", "agent transcripts"}
+    assert (report["all"]["n"], report["aider logs"]["n"], report["agent transcripts"]["n"]) == (14, 12, 2)
+    assert report["agent transcripts"]["stage2 alone"]["recall"]["k"] == 2

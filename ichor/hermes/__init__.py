@@ -2,9 +2,10 @@
 
 Registered surfaces (``plugin.yaml`` declares exactly these):
 
-* ``post_llm_call``: feed the turn to the tracker; a captured pair is scrubbed, stored as pending
+* ``post_llm_call``: tell the tracker which turn follows which, on the turn's own thread; the rest
+  runs on the plugin's background ``worker``: detection, the pair cut and scrubbed, stored as pending
   and shown as a card (gateway chat, terminal, or nowhere: then it waits for ``/ichor review``).
-  A detector candidate is first confirmed by the host's model off the turn's thread (``confirmation``);
+  A detector candidate is first confirmed by the host's model on a thread of its own (``confirmation``);
 * ``pre_gateway_dispatch``: remember the chat of the inbound message (for the card and for
   ``/ichor off``), and claim a bare k/s/d reply to the single open card of a direct chat;
 * ``on_session_finalize``: drop the session's state;
@@ -22,15 +23,17 @@ import dataclasses
 import functools
 import logging
 import threading
+import time
 from pathlib import Path
 
 from .. import card, commands, detect_refit, paths, settings
-from ..capture import Tracker, Turn
+from ..capture import Pending, Tracker, Turn, capture
 from ..store import NewPair, Store
 from ..verbs import Result, Surface
 from .cards import CardBoard, OpenCard
 from .confirmation import confirm_in_background, standalone
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
+from .worker import Worker
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -100,6 +103,9 @@ class IchorPlugin:
         self.ctx = ctx
         self.tracker = tracker or Tracker()
         self.board = board or CardBoard()
+        self.worker = Worker()
+        self._confirming: list[threading.Thread] = []
+        self._confirming_lock = threading.Lock()
 
     # ---- hooks --------------------------------------------------------------------------------
 
@@ -107,37 +113,57 @@ class IchorPlugin:
     def post_llm_call(
         self, session_id="", user_message=None, assistant_response=None, conversation_history=None, platform="", **_
     ):
-        llm = getattr(self.ctx, "llm", None)
-        turn = Turn(
-            str(session_id or ""),
-            str(platform or ""),
-            user_message,
-            assistant_response,
-            list(conversation_history or []),
-        )
+        """On the turn's thread: only which turn follows which. The rest goes to the worker."""
+        history = conversation_history or []
+        turn = Turn(str(session_id or ""), str(platform or ""), user_message, assistant_response, history)
+        pending = self.tracker.advance(turn)
+        if pending is not None:
+            self.worker.submit(functools.partial(self.capture_turn, pending, getattr(self.ctx, "llm", None)))
+        return None
+
+    @guarded()
+    def capture_turn(self, pending: Pending, llm) -> None:
+        """On the worker: the pair a turn makes, stored and shown, or first handed to stage 2 to confirm."""
         refitted = paths.plugin_dir(hermes_home()) / detect_refit.PROFILE_MODEL
-        captured = self.tracker.observe(turn, "candidate" if llm is not None else "standalone", refitted)
+        captured = capture(pending, "candidate" if llm is not None else "standalone", refitted)
         if captured is None:
-            return None
+            return
         with open_store() as store:
-            if commands.is_capture_paused(store, session_scope(platform or "")):
-                return None
+            if commands.is_capture_paused(store, session_scope(pending.platform)):
+                return
             confirming = llm is not None and settings.get(store, "confirm") is True
             model = settings.get(store, "confirm_model")
         if captured.detected and confirming:
             decided = functools.partial(self.post_llm_call_confirmed, captured.pair)
-            confirm_in_background(llm, model, captured.pair, decided, refitted)
-            return None
+            self._track(confirm_in_background(llm, model, captured.pair, decided, refitted))
+            return
         if captured.detected and llm is not None and not standalone(captured.pair, refitted):
-            return None  # a candidate only, and nothing will confirm it
+            return  # a candidate only, and nothing will confirm it
         self.keep(captured.pair)
-        return None
 
     @guarded()
     def post_llm_call_confirmed(self, new_pair: NewPair, decision) -> None:
         """Stage 2's decision on a candidate (on the confirmation's thread): a card, or nothing."""
         if decision.is_correction:
             self.keep(dataclasses.replace(new_pair, kind=decision.kind, label=decision.label or new_pair.label))
+
+    def drain(self, timeout: float = 30.0) -> bool:
+        """Wait until the turns so far are captured, confirmed and stored (for tests and harnesses; Hermes
+        never calls it). False when that takes longer than ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        if not self.worker.drain(timeout):
+            return False
+        for thread in self._confirmations():
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not self._confirmations()
+
+    def _track(self, thread: threading.Thread) -> None:
+        with self._confirming_lock:
+            self._confirming = [t for t in self._confirming if t.is_alive()] + [thread]
+
+    def _confirmations(self) -> list[threading.Thread]:
+        with self._confirming_lock:
+            return [t for t in self._confirming if t.is_alive()]
 
     def keep(self, new_pair: NewPair) -> None:
         """Store a captured pair as pending and show its card."""

@@ -1,9 +1,10 @@
 """Stage 2 inside Hermes: the host's own model confirms a detector candidate, off the turn's thread.
 
-One ``ctx.llm.complete`` call per candidate, on a worker thread started with a copy of the turn's
-context (so the card still finds the chat it belongs to). The turn returns at once; the card follows
-when the model has answered. ``confirm_model`` passes ``model=`` to the call, which Hermes allows only
-when ``plugins.entries.ichor.llm.allow_model_override`` is true; refused, the call fails and stage 1's
+One ``ctx.llm.complete`` call per candidate, on a thread of its own that the capture worker starts with
+a copy of the turn's context (so the card still finds the chat it belongs to). Neither the turn nor the
+captures queued behind this one wait for the model; the card follows when it has answered.
+``confirm_model`` passes ``model=`` to the call, which Hermes allows only when
+``plugins.entries.ichor.llm.allow_model_override`` is true; refused, the call fails and stage 1's
 standalone decision stands (one log line), as on any other failure.
 """
 

@@ -174,7 +174,7 @@ def run(spec: dict) -> dict:
             seen = len(tap.lines)
             try:
                 result = agent.run_conversation(step["user"], conversation_history=messages)
-                hs._wait_for_confirmations()  # the card's half of the turn runs under the same fault
+                hs.drain()  # the background half of the turn (capture, store, card) runs under the same fault
             finally:
                 if faulty:
                     fault.off()

@@ -126,7 +126,7 @@ def _break(parts) -> None:
     if "store" in parts:
         _break_store()
     if "tracker" in parts:
-        setattr(Tracker, "observe", boom)  # noqa: B010 (a plain assignment to a method is a type error)
+        setattr(Tracker, "advance", boom)  # noqa: B010 (a plain assignment to a method is a type error)
         setattr(Tracker, "forget_session", boom)  # noqa: B010
     if "board" in parts:
         setattr(CardBoard, "claimable", boom)  # noqa: B010
@@ -238,7 +238,7 @@ def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
             from hermes_cli.plugins import invoke_hook
 
             invoke_hook("on_session_finalize", session_id=agent.session_id, platform="cli", reason="shutdown")
-    _wait_for_confirmations()
+    drain()
     plugin = _ichor_plugin()
     tracked = len(plugin.tracker) if plugin else None
     turn_calls = [r for r in stub.requests if CONFIRMATION not in json.dumps(r.get("messages", []))]
@@ -253,13 +253,11 @@ def loop_scenario(spec: dict, stub: StubLLM, home: Path) -> dict:
     }
 
 
-def _wait_for_confirmations(timeout: float = 30) -> None:
-    import threading
-
-    deadline = time.monotonic() + timeout
-    for thread in threading.enumerate():
-        if thread.name == "ichor-confirm":
-            thread.join(max(0.0, deadline - time.monotonic()))
+def drain(timeout: float = 30) -> None:
+    """Wait until ichor's background half of the turns so far (capture, confirmation, store, card) is done."""
+    plugin = _ichor_plugin()
+    if plugin is not None and not plugin.drain(timeout):
+        raise AssertionError(f"ichor's background work did not finish within {timeout} s")
 
 
 # ------------------------------------------------------------------------------- the gateway
@@ -372,8 +370,10 @@ async def _settle(adapter, want_sent: int, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         busy = [t for t in adapter._background_tasks if not t.done()]
-        if not busy and len(adapter.sent) >= want_sent:
-            break
+        if not busy:  # the turn is over: wait for ichor's background half of it, which may post a card
+            await asyncio.to_thread(drain, max(0.0, deadline - time.monotonic()))
+            if len(adapter.sent) >= want_sent:
+                break
         await asyncio.sleep(0.02)
     for _ in range(10):  # let done-callbacks and the edit/send tasks they schedule run
         await asyncio.sleep(0.01)
