@@ -534,13 +534,26 @@ def _normal_name(name: str) -> str:
     return name.lstrip("-").replace("-", "_").replace(".", "_")
 
 
+# camelCase names are read with "_" at each lower-to-upper step: rootPassword, dbPass, adminToken, clientKey.
+_CAMEL_STEP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# A secret word glued to the word before it: PGPASSWORD, MYSQLPWD, requirepass, storepass.
+_GLUED_NAME = re.compile(r"(?i)[a-z0-9]{2,}(?:password|passwd|pass|pwd|secret|token)" + _NAME_QUALIFIER)
+_NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
+
+
 @functools.lru_cache(maxsize=4096)
 def _name_strength(raw_name: str) -> str | None:
-    """ "strong" for a name that always holds a secret, "weak" for a generic *_KEY, else None."""
-    name = _normal_name(raw_name)
+    """How surely a name holds a secret: "strong" (DB_PASSWORD, rootPassword, PGPASSWORD), "glued" for a secret
+    word glued on in lower case (requirepass: only a value that looks generated), "weak" for a generic *_KEY,
+    else None."""
+    name = _CAMEL_STEP.sub("_", _normal_name(raw_name))
     if _STRONG_NAME.fullmatch(name):
         return "strong"
-    return "weak" if _KEY_NAME.fullmatch(name) else None
+    if _KEY_NAME.fullmatch(name):
+        return "weak"
+    if _GLUED_NAME.fullmatch(name) and name.lower() not in _NOT_GLUED:
+        return "strong" if name.isupper() else "glued"
+    return None
 
 
 def _assignment_value(
@@ -561,12 +574,14 @@ def _assignment_value(
         # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
         ok = len(value) >= 8 and _has_digit_and_letter(value) and " " not in value
         return (start, end) if ok else None
+    if strength == "glued" and not _looks_generated(value):
+        return None  # bypass-like words that happen to end in "pass": only a value that looks generated
     if quote is None and operator == ":" and not _looks_generated(value):
         return None  # prose and annotations: "Token: the issue is", "private_key: PrivateKeyTypes"
     if quote is None:
         name = _normal_name(raw_name)
-        if name.islower() and re.fullmatch(r"[A-Za-z_]+", value):
-            return None  # code: token = response, token = Operator
+        if name[:1].islower() and re.fullmatch(r"[A-Za-z_]+", value):
+            return None  # code: token = response, token = Operator, dbPassword = userInput
         if value.isdigit() and not re.search(r"(?i)pass|pwd|pw$|pin", name):
             return None  # MAX_TOKEN=4096
     return start, end
@@ -659,6 +674,59 @@ def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
 TABLE_RULE = Rule("env_secret", _find_table_values, gate=("|",), checks_values=True, settles=True)
 
 
+# --- other layouts of a name and its value ---------------------------------------------------------------
+
+# A line that is only a name and a value, split by spaces: a config file's "requirepass X", a .netrc's
+# "password X", a Dockerfile's ENV/ARG, csh's setenv. The value must look generated (a line of prose is words).
+_SPACED_LINE = re.compile(
+    r"^[ \t]*(?:(?:ENV|ARG|setenv|set|export)[ \t]+)?(?P<name>[A-Za-z][A-Za-z0-9_.-]{1,60})[ \t]+"
+    r"(?!\[REDACTED)(?P<value>[^\s\"'`][^\s]{0,1023})[ \t]*$",
+    re.MULTILINE,
+)
+# A .netrc entry on one line: machine HOST login USER password SECRET.
+_NETRC_PASSWORD = re.compile(r"\blogin[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?!\[REDACTED)(?P<value>\S+)")
+# The element of a markup file: <password>X</password> (Maven's settings.xml, a SOAP body, a .NET config).
+_ELEMENT = re.compile(r"<(?P<name>[A-Za-z][\w.:-]{0,60})>(?!\[REDACTED)(?P<value>[^<\n]{1,1024})</(?P=name)>")
+# A name and a value as two fields of one record: Kubernetes' and ECS' env lists (- name: X / value: Y,
+# {"name": "X", "value": "Y"}) and .NET's <add key="X" value="Y"/>.
+_NAME_VALUE_FIELDS = re.compile(
+    r"""(?<![\w-])(?:name|key|Name|Key)["']?[ \t]*[:=][ \t]*["']?(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})["']?"""
+    r"""(?:[ \t]*,[ \t]*|[ \t]+|[ \t]*,?[ \t]*\r?\n[ \t]*)["']?(?:value|Value)["']?[ \t]*[:=][ \t]*"""
+    r"""(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s"',}\]][^\s,}\]]{0,1023})"""
+)
+
+
+def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
+    """The span of ``m``'s value group when ``m``'s name group names a secret. An element's text is a literal,
+    like a quoted value: <password>correcthorse</password> is not code."""
+    strength = _name_strength(m.group("name"))
+    if strength is None:
+        return None
+    start, end = m.span("value")
+    text = m.string
+    quote = text[start] if text[start] in "\"'" else None
+    if quote:
+        start, end = start + 1, end - 1
+    elif m.re is _ELEMENT:
+        quote = "<"
+    return _assignment_value(text, m.group("name"), strength, operator, start, end, quote)
+
+
+def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
+    spans = [
+        span
+        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="))
+        for m in pattern.finditer(text)
+        if (span := _named_value(m, operator)) is not None
+    ]
+    spans += [m.span("value") for m in _NETRC_PASSWORD.finditer(text) if not kept_value(m.group("value"))]
+    yield from sorted(spans)
+
+
+LAYOUT_RULE = Rule("env_secret", _find_other_layouts, gate=_NAME_GATE, checks_values=True, settles=True)
+
+
 # --- a secret-named option's value in the next word or list element ---------------------------------------
 
 # An option whose name ends in a secret word, with one or two dashes (keytool's -storepass too), at the start
@@ -673,26 +741,13 @@ _OPTION_VALUE = re.compile(
     r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"',\[\]-][^\s"']{0,255})"""
 )
 _LIST_ITEM_START = re.compile(r"[ \t]*-[ \t]+[\"']?\Z")
-# A secret word glued to another (requirepass, storepass, keypass) names a secret too, unless the whole is a
-# word of its own.
-_GLUED_SECRET = re.compile(r"(?i)[a-z]{2,}(?:pass(?:word|wd|phrase)?|secret|token)")
-_NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
-
-
-def _option_strength(name: str) -> str | None:
-    strength = _name_strength(name)
-    if strength == "strong":
-        return strength
-    if _GLUED_SECRET.fullmatch(name) and name.lower() not in _NOT_GLUED:
-        return "glued"
-    return None
 
 
 def _find_option_values(text: str) -> Iterator[tuple[int, int]]:
     for m in _SECRET_OPTION.finditer(text):
-        strength = _option_strength(m.group("name"))
-        if strength is None:
-            continue
+        strength = _name_strength(m.group("name"))
+        if strength not in ("strong", "glued"):
+            continue  # a generic *-key option (--sort-key) holds no secret
         quote = text[m.start() - 1] if m.start() > 0 and text[m.start() - 1] in "\"'" else ""
         if quote and not text.startswith(quote, m.end()):
             continue  # "--password-file" ... not a whole quoted option
@@ -994,7 +1049,7 @@ def _rule_sets() -> _RuleSets:
     """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
     rows = scrub_catalogue.rows()
     catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
-    rules = SECRET_RULES + catalogue + (ENV_RULE, TABLE_RULE, OPTION_RULE) + PII_RULES
+    rules = SECRET_RULES + catalogue + (ENV_RULE, TABLE_RULE, LAYOUT_RULE, OPTION_RULE) + PII_RULES
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
     )

@@ -181,3 +181,77 @@ def test_a_date_with_a_leading_zero_is_not_a_phone_number(date):
 @pytest.mark.parametrize("phone", ["07700 900123", "06 12 34 56 78", "090-1234-5678", "01-23-4567"])
 def test_national_numbers_beside_dates_are_still_removed(phone):
     assert scrub(f"on 01.02.2024 call {phone}").text == "on 01.02.2024 call [PHONE]"
+
+
+# --- names glued or in camelCase ---------------------------------------------------------------------------
+
+GLUED_AND_CAMEL = [
+    "PGPASSWORD={v} psql -h db -U app",
+    "set MYSQLPWD={v}",
+    "helm install db bitnami/postgresql --set auth.rootPassword={v}",
+    'const config = {{ adminPassword: "{v}", port: 5432 }}',
+    "dbPass: {v}",
+    "clientSecret={v}",
+    "masterpass={v}",
+]
+
+
+@pytest.mark.parametrize("shape", GLUED_AND_CAMEL)
+def test_a_secret_word_glued_on_or_in_camel_case_names_a_secret(shape):
+    value = secret()
+    assert_removed(shape.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bypass=admin",
+        "compass: north",
+        "const dbPassword = userInput;",
+        "let tokenCount = 4096",
+        "sortKey: created_at",
+        "publicKey = loadKey(path)",
+        "maxTokens: 512",
+    ],
+)
+def test_glued_and_camel_case_names_that_hold_no_secret_stay(text):
+    assert scrub(text).text == text
+
+
+# --- a name and its value in other layouts: a line of two words, a markup element, a record's two fields ---
+
+LAYOUTS = [
+    "# redis.conf\nbind 127.0.0.1\nrequirepass {v}\nappendonly yes\n",
+    "machine api.corp.example login ana password {v}\n",
+    "machine api.corp.example\n  login ana\n  password {v}\n",
+    "FROM node:20\nENV NPM_TOKEN {v}\nRUN npm ci\n",
+    "setenv GITHUB_TOKEN {v}",
+    "<settings><servers><server><id>nexus</id><password>{v}</password></server></servers></settings>",
+    '<appSettings>\n  <add key="ApiKey" value="{v}" />\n</appSettings>',
+    "env:\n  - name: DB_PASSWORD\n    value: {v}\n  - name: LOG_LEVEL\n    value: debug\n",
+    '"environment": [{{"name": "STRIPE_SECRET", "value": "{v}"}}, {{"name": "REGION", "value": "eu"}}]',
+]
+
+
+@pytest.mark.parametrize("shape", LAYOUTS)
+def test_a_secret_named_value_in_another_layout_is_removed(shape):
+    value = secret()
+    out = assert_removed(shape.format(v=value), value)
+    assert "debug" in out or "debug" not in shape
+
+
+KEPT_LAYOUTS = [
+    "Password changed\nToken expired\n",
+    "ENV PATH /usr/local/bin",
+    "<password>${env.NEXUS_PASSWORD}</password>",
+    "<token>true</token>",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+    "key: password\nvalue: required\n",
+    "machine api.corp.example login ana password $NETRC_PW",
+    '{"name": "LOG_LEVEL", "value": "debug2"}',
+]
+
+
+@pytest.mark.parametrize("text", KEPT_LAYOUTS)
+def test_layouts_without_a_secret_value_stay(text):
+    assert scrub(text).text == text
