@@ -727,6 +727,46 @@ def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
 LAYOUT_RULE = Rule("env_secret", _find_other_layouts, gate=_NAME_GATE, checks_values=True, settles=True)
 
 
+# --- HTTP credentials: an Authorization header of any scheme, and cookies ---------------------------------
+
+# Authorization: Token X, ApiKey X, SSWS X, or a bare X (Bearer and Basic have their own rules, which run first).
+_AUTHORIZATION = re.compile(
+    r"""(?i:authorization)(?<![\w-]authorization)["']?[ \t]*[:=][ \t]*["']?"""
+    r"""(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?(?!\[REDACTED)(?P<token>[A-Za-z0-9._~+/=-]{16,})"""
+)
+# The cookies of a Cookie or Set-Cookie header, or of curl's -b/--cookie: "name=value; name=value".
+_COOKIE_HEADER = re.compile(
+    r"""(?:(?i:(?:set-)?cookie)(?<![\w-]cookie)(?<![\w-]set-cookie)[ \t]*:|(?<![\w-])(?:-b|--cookie)[ \t]+["']?)"""
+    r"""(?P<cookies>[^\n"']{1,4096})"""
+)
+_COOKIE = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]{1,128})=(?!\[REDACTED)(?P<value>[^;\s]{1,4096})")
+_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "priority", "version", "comment"}
+
+
+def _find_authorization(text: str) -> Iterator[tuple[int, int]]:
+    for m in _AUTHORIZATION.finditer(text):
+        scheme = (m.group("scheme") or "").lower()
+        if scheme in ("bearer", "basic") or not _bearer_token(m):
+            continue  # their own rules judge those; a short or all-lower-case word is not a credential
+        yield m.span("token")
+
+
+def _find_cookies(text: str) -> Iterator[tuple[int, int]]:
+    """Every cookie value that looks generated: a session id or a token, not "en" or "dark"."""
+    for header in _COOKIE_HEADER.finditer(text):
+        offset = header.start("cookies")
+        for cookie in _COOKIE.finditer(header.group("cookies")):
+            if cookie.group("name").lower() in _COOKIE_ATTRIBUTES:
+                continue
+            value = cookie.group("value")
+            if len(value) >= 12 and _has_digit_and_letter(value) and not kept_value(value):
+                yield offset + cookie.start("value"), offset + cookie.end("value")
+
+
+AUTHORIZATION_RULE = Rule("bearer", _find_authorization, gate=("authorization",), checks_values=True, settles=True)
+COOKIE_RULE = Rule("bearer", _find_cookies, gate=("cookie", "-b"), checks_values=True, settles=True)
+
+
 # --- a secret-named option's value in the next word or list element ---------------------------------------
 
 # An option whose name ends in a secret word, with one or two dashes (keytool's -storepass too), at the start
@@ -1049,7 +1089,8 @@ def _rule_sets() -> _RuleSets:
     """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
     rows = scrub_catalogue.rows()
     catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
-    rules = SECRET_RULES + catalogue + (ENV_RULE, TABLE_RULE, LAYOUT_RULE, OPTION_RULE) + PII_RULES
+    layouts = (ENV_RULE, TABLE_RULE, LAYOUT_RULE, OPTION_RULE, AUTHORIZATION_RULE, COOKIE_RULE)
+    rules = SECRET_RULES + catalogue + layouts + PII_RULES
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named
     )

@@ -255,3 +255,37 @@ KEPT_LAYOUTS = [
 @pytest.mark.parametrize("text", KEPT_LAYOUTS)
 def test_layouts_without_a_secret_value_stay(text):
     assert scrub(text).text == text
+
+
+# --- HTTP credentials: an Authorization header of any scheme, and cookie values ---------------------------
+
+HTTP_SHAPES = [
+    "Authorization: Token {t}",
+    'curl -H "Authorization: ApiKey {t}" https://api.corp.example/v1',
+    'headers = {{"Authorization": "SSWS {t}", "Accept": "application/json"}}',
+    "Proxy-Authorization: {t}",
+    "Cookie: theme=dark; sessionid={t}; lang=en",
+    "Set-Cookie: session={t}; Path=/; HttpOnly; Secure",
+    'curl -b "connect.sid={t}" https://app.corp.example/me',
+]
+
+
+@pytest.mark.parametrize("shape", HTTP_SHAPES)
+def test_http_credentials_are_removed_whatever_the_scheme_or_cookie_name(shape):
+    value = token()
+    out = assert_removed(shape.format(t=value), value)
+    assert "[REDACTED:bearer]" in out and ("theme=dark" in out or "theme" not in shape)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Authorization header is required",
+        "the Authorization: Token header carries the key",
+        "Cookie: theme=dark; lang=en",
+        "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2021 07:28:00 GMT",
+        "tar -b 20 -cf backup.tar src",
+    ],
+)
+def test_http_text_without_a_credential_stays(text):
+    assert scrub(text).text == text
