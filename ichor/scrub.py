@@ -290,6 +290,13 @@ _SPACED_P_COMMAND = re.compile(
         "NEXT", _NEXT_WORD
     )
 )
+# redis-cli -a PASSWORD (elsewhere -a means "all" or "append").
+_CLI_A = re.compile(rf"-a(?<=\s-a)[ \t]+(?P<redis>{_SECRET_WORD})")
+_CLIENT_COMMANDS = {
+    "glued": _GLUED_P_COMMAND,
+    "spaced": _SPACED_P_COMMAND,
+    "redis": re.compile(r"redis-cli\b"),
+}
 _COMMAND_REACH = 300  # how far back on the line the command may be
 _WORD_CHAR = re.compile(r"[\w-]")
 
@@ -299,13 +306,12 @@ def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
         for m in pattern.finditer(text):
             yield m.span("secret")
     commands: dict[str, list[int]] = {}
-    for m in itertools.chain(_CLI_P.finditer(text), _CLI_P_LISTED.finditer(text)):
-        group = "glued" if m.group("glued") is not None else "spaced"
-        if group not in commands:  # every command's position, found once: each -p then costs a bisect
-            pattern = _GLUED_P_COMMAND if group == "glued" else _SPACED_P_COMMAND
+    for m in itertools.chain(_CLI_P.finditer(text), _CLI_P_LISTED.finditer(text), _CLI_A.finditer(text)):
+        group = next(g for g in ("glued", "spaced", "redis") if m.re.groupindex.get(g) and m.group(g) is not None)
+        if group not in commands:  # every command's position, found once: each flag then costs a bisect
             commands[group] = [
                 c.start()
-                for c in pattern.finditer(text)
+                for c in _CLIENT_COMMANDS[group].finditer(text)
                 if c.start() == 0 or not _WORD_CHAR.match(text[c.start() - 1])
             ]
         reach = max(0, m.start() - _COMMAND_REACH)
@@ -417,6 +423,7 @@ SECRET_RULES: tuple[Rule, ...] = (
             "-u",
             "--user",
             "-p",
+            "-a",
             "--pass",
             "--token",
             "--secret",
@@ -463,13 +470,15 @@ _NAMED_OPERATOR = re.compile(
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + ")"
-    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|=(?!=)|:(?!=))(?![ \t]*[\"']?\[REDACTED)"  # not a value already removed
+    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))(?![ \t]*[\"']?\[REDACTED)"  # not a value already removed
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(
     r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
 )
 _SPACES = re.compile(r"[ \t]*")
+# A YAML anchor or tag before a value.
+_YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
 # Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
 _BARE_END = re.compile(r"[\s\"'`,;]")
 _DQ_END = re.compile(r"[\"\n]")
@@ -511,6 +520,8 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
             continue
         spaces = _SPACES.match(text, op_end)
         start = spaces.end() if spaces else op_end
+        if m.group("op") == ":" and (decoration := _YAML_DECORATION.match(text, start)):
+            start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
         if text.startswith(_REMOVED, start):
             continue  # the value is already a placeholder (the engine's second pass)
         quote = text[start] if start < len(text) and text[start] in "\"'" else None
@@ -696,6 +707,17 @@ _NAME_VALUE_FIELDS = re.compile(
     r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s"',}\]][^\s,}\]]{0,1023})"""
 )
 
+# The default of an environment lookup: os.getenv("DB_PASSWORD", "X"), os.environ.get(...), ENV.fetch(...).
+_ENV_DEFAULT = re.compile(
+    r"""(?:getenv|environ\.get|ENV\.fetch|env)\([ \t]*["'](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})["'][ \t]*,[ \t]*"""
+    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')"""
+)
+# A line of a .pgpass file: host:port:database:user:password (the port a number or *).
+_PGPASS_LINE = re.compile(
+    r"^[^:\s#]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:(?!\[REDACTED)(?P<value>[^:\s]{1,256})[ \t]*$",
+    re.MULTILINE,
+)
+
 
 def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
     """The span of ``m``'s value group when ``m``'s name group names a secret. An element's text is a literal,
@@ -716,7 +738,7 @@ def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
 def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
     spans = [
         span
-        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="))
+        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="), (_ENV_DEFAULT, "="))
         for m in pattern.finditer(text)
         if (span := _named_value(m, operator)) is not None
     ]
@@ -724,7 +746,15 @@ def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
     yield from sorted(spans)
 
 
+def _find_pgpass_passwords(text: str) -> Iterator[tuple[int, int]]:
+    for m in _PGPASS_LINE.finditer(text):
+        value = m.group("value")
+        if _looks_generated(value) and not value.isdigit() and not kept_value(value):
+            yield m.span("value")  # a word is more likely a message: main.c:10:5:warning:unused
+
+
 LAYOUT_RULE = Rule("env_secret", _find_other_layouts, gate=_NAME_GATE, checks_values=True, settles=True)
+PGPASS_RULE = Rule("env_secret", _find_pgpass_passwords, gate=(":",), checks_values=True, settles=True)
 
 
 # --- HTTP credentials: an Authorization header of any scheme, and cookies ---------------------------------
@@ -1089,7 +1119,7 @@ def _rule_sets() -> _RuleSets:
     """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
     rows = scrub_catalogue.rows()
     catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
-    layouts = (ENV_RULE, TABLE_RULE, LAYOUT_RULE, OPTION_RULE, AUTHORIZATION_RULE, COOKIE_RULE)
+    layouts = (ENV_RULE, TABLE_RULE, LAYOUT_RULE, PGPASS_RULE, OPTION_RULE, AUTHORIZATION_RULE, COOKIE_RULE)
     rules = SECRET_RULES + catalogue + layouts + PII_RULES
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named

@@ -289,3 +289,39 @@ def test_http_credentials_are_removed_whatever_the_scheme_or_cookie_name(shape):
 )
 def test_http_text_without_a_credential_stays(text):
     assert scrub(text).text == text
+
+
+# --- small layouts: YAML anchors and tags, R's <-, redis-cli -a, getenv defaults, .pgpass lines ----------
+
+SMALL_LAYOUTS = [
+    "database:\n  password: &db_pw {v}\n  replica_password: *db_pw\n",
+    "secret: !!binary {v}",
+    'api_key <- "{v}"',
+    "redis-cli -h cache.internal -a {v} ping",
+    'password = os.getenv("DB_PASSWORD", "{v}")',
+    'token = ENV.fetch("API_TOKEN", "{v}")',
+    "db.corp.internal:5432:app:alice:{v}\n*:*:*:postgres:{w}\n",
+]
+
+
+@pytest.mark.parametrize("shape", SMALL_LAYOUTS)
+def test_a_secret_in_a_small_layout_is_removed(shape):
+    first, second = secret(), secret()
+    assert_removed(shape.format(v=first, w=second), first, second)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ls -a /tmp",
+        "git commit -a -m 'fix'",
+        "defaults: &defaults\n  adapter: postgres\n",
+        "token <- getToken()",
+        'level = os.getenv("LOG_LEVEL", "debug2x")',
+        "main.c:10:5:warning:unused",
+        "12:00:00:00:00",
+        "root:x:0:0:root:/root:/bin/bash",
+    ],
+)
+def test_small_layouts_without_a_secret_stay(text):
+    assert scrub(text).text == text
