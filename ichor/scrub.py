@@ -156,12 +156,17 @@ def _has_digit_or_upper(s: str) -> bool:
     return any(c.isdigit() or c.isupper() for c in s)
 
 
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+_SYMBOL = re.compile(r"[!@#$%^&*_\-+=/~.]")
+
+
 def _has_digit(s: str) -> bool:
-    return any(c.isdigit() for c in s)
+    return _DIGIT.search(s) is not None
 
 
 def _has_digit_and_letter(s: str) -> bool:
-    return _has_digit(s) and any(c.isalpha() for c in s)
+    return _has_digit(s) and _LETTER.search(s) is not None
 
 
 # --- secrets of a known format -------------------------------------------------------------------------
@@ -470,13 +475,12 @@ _NAMED_OPERATOR = re.compile(
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + ")"
-    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))(?![ \t]*[\"']?\[REDACTED)"  # not a value already removed
+    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 _NAME_REVERSED = re.compile(
     r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
 )
-_SPACES = re.compile(r"[ \t]*")
 # A YAML anchor or tag before a value.
 _YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
 # Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
@@ -505,32 +509,34 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
     reversed_text = None
     ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
     taken_until, run_end, in_run = 0, -1, 0
+    size = len(text)
     for m in _NAMED_OPERATOR.finditer(text):
-        op_start, op_end = m.span("op")
+        op_start, start = m.start("op"), m.end()  # the value starts after the operator's spaces
         if op_start < taken_until:
             continue  # inside a value already removed
         if reversed_text is None:
             reversed_text = text[::-1]
-        name = _NAME_REVERSED.match(reversed_text, len(text) - op_start)
+        name = _NAME_REVERSED.match(reversed_text, size - op_start)
         if name is None:
             continue
         raw_name = name.group("name")[::-1]
         strength = _name_strength(raw_name)
         if strength is None:
             continue
-        spaces = _SPACES.match(text, op_end)
-        start = spaces.end() if spaces else op_end
-        if m.group("op") == ":" and (decoration := _YAML_DECORATION.match(text, start)):
+        operator = m.group("op")
+        first = text[start] if start < size else ""
+        if first in "&!" and operator == ":" and (decoration := _YAML_DECORATION.match(text, start)):
             start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
-        if text.startswith(_REMOVED, start):
-            continue  # the value is already a placeholder (the engine's second pass)
-        quote = text[start] if start < len(text) and text[start] in "\"'" else None
+            if text.startswith(_REMOVED, start):
+                continue  # the value is already a placeholder (the engine's second pass)
+            first = text[start] if start < size else ""
+        quote = first if first and first in "\"'" else None
         end = ends[quote](start + 1) if quote else ends["bare"](start)
         in_run = in_run + 1 if end == run_end else 1
         run_end = end
         if in_run > _MAX_NESTED:
             continue
-        span = _assignment_value(text, raw_name, strength, m.group("op"), start + (1 if quote else 0), end, quote)
+        span = _assignment_value(text, raw_name, strength, operator, start + (1 if quote else 0), end, quote)
         if span is not None:
             taken_until = span[1]
             yield span
@@ -538,9 +544,10 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
 
 def _looks_generated(value: str) -> bool:
     """A digit or a symbol: unlike an ordinary word or a type name."""
-    return len(value) >= 6 and (_has_digit(value) or any(c in "!@#$%^&*_-+=/~." for c in value))
+    return len(value) >= 6 and (_has_digit(value) or _SYMBOL.search(value) is not None)
 
 
+@functools.lru_cache(maxsize=4096)
 def _normal_name(name: str) -> str:
     return name.lstrip("-").replace("-", "_").replace(".", "_")
 
@@ -548,7 +555,7 @@ def _normal_name(name: str) -> str:
 # camelCase names are read with "_" at each lower-to-upper step: rootPassword, dbPass, adminToken, clientKey.
 _CAMEL_STEP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # A secret word glued to the word before it: PGPASSWORD, MYSQLPWD, requirepass, storepass.
-_GLUED_NAME = re.compile(r"(?i)[a-z0-9]{2,}(?:password|passwd|pass|pwd|secret|token)" + _NAME_QUALIFIER)
+_GLUED_NAME = re.compile(r"(?i)[a-z]{2,}(?:password|passwd|pass|pwd|secret|token)" + _NAME_QUALIFIER)
 _NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
 
 
@@ -585,17 +592,21 @@ def _assignment_value(
         # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
         ok = len(value) >= 8 and _has_digit_and_letter(value) and " " not in value
         return (start, end) if ok else None
-    if strength == "glued" and not _looks_generated(value):
-        return None  # bypass-like words that happen to end in "pass": only a value that looks generated
-    if quote is None and operator == ":" and not _looks_generated(value):
-        return None  # prose and annotations: "Token: the issue is", "private_key: PrivateKeyTypes"
+    if (strength == "glued" or (quote is None and operator == ":")) and not _looks_generated(value):
+        # bypass-like words that happen to end in "pass"; prose and annotations after a colon ("Token: the issue
+        # is", "private_key: PrivateKeyTypes"): only a value that looks generated
+        return None
     if quote is None:
         name = _normal_name(raw_name)
-        if name[:1].islower() and re.fullmatch(r"[A-Za-z_]+", value):
+        if name[:1].islower() and _IDENTIFIER.fullmatch(value):
             return None  # code: token = response, token = Operator, dbPassword = userInput
-        if value.isdigit() and not re.search(r"(?i)pass|pwd|pw$|pin", name):
+        if value.isdigit() and not _DIGITS_NAME.search(name):
             return None  # MAX_TOKEN=4096
     return start, end
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]+")
+_DIGITS_NAME = re.compile(r"(?i)pass|pwd|pw$|pin")  # names whose value may be all digits: a PIN, a passcode
 
 
 ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=True)

@@ -102,11 +102,11 @@ def is_placeholder(value: str) -> bool:
         return True
     if len(value) > _LONGEST_PLACEHOLDER:
         return len(set(value[:64])) == 1 and len(set(value)) == 1
-    if value.lower() in _WORD_VALUES or len(set(value)) == 1:
+    low = value.lower()
+    if low in _WORD_VALUES or len(set(value)) == 1:
         return True
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
         return True
-    low = value.lower()
     if _MARK.search(low) or ("<" in value and _ANGLE_NAME.search(value)):
         return True
     return _SAMPLE_WORD.search(low) is not None
