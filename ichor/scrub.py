@@ -312,7 +312,7 @@ def _cli_candidates(text: str) -> Iterator[tuple[int, int]]:
             yield m.span("secret")
     commands: dict[str, list[int]] = {}
     for m in itertools.chain(_CLI_P.finditer(text), _CLI_P_LISTED.finditer(text), _CLI_A.finditer(text)):
-        group = next(g for g in ("glued", "spaced", "redis") if m.re.groupindex.get(g) and m.group(g) is not None)
+        group = m.lastgroup or ""  # the value's group, which closes last: glued, spaced or redis
         if group not in commands:  # every command's position, found once: each flag then costs a bisect
             commands[group] = [
                 c.start()
