@@ -475,12 +475,17 @@ _NAMED_OPERATOR = re.compile(
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + ")"
-    + r"[\"']?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
+    + r"[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
+# A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
 _NAME_REVERSED = re.compile(
-    r"[ \t]{0,8}(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)(?![\w.\[\]-])"
+    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)"
+    r"(?(sub)\[|(?![\w.\[\]-]))"
 )
+# A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a
+# space before it, unlike base64 padding (db-password: c2VjcmV0=).
+_TYPE_ANNOTATION = re.compile(r"[A-Za-z_&][\w<>\[\]., &|?']{0,60}?[ \t]+=(?![=>])[ \t]*")
 # A YAML anchor or tag before a value.
 _YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
 # Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
@@ -525,6 +530,9 @@ def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
             continue
         operator = m.group("op")
         first = text[start] if start < size else ""
+        if operator == ":" and first not in "\"'" and (annotation := _TYPE_ANNOTATION.match(text, start)):
+            start, operator = annotation.end(), "="  # token: string = VALUE: the value is after the type
+            first = text[start] if start < size else ""
         if first in "&!" and operator == ":" and (decoration := _YAML_DECORATION.match(text, start)):
             start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
             if text.startswith(_REMOVED, start):
@@ -718,11 +726,21 @@ _NAME_VALUE_FIELDS = re.compile(
     r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s"',}\]][^\s,}\]]{0,1023})"""
 )
 
-# The default of an environment lookup: os.getenv("DB_PASSWORD", "X"), os.environ.get(...), ENV.fetch(...).
-_ENV_DEFAULT = re.compile(
-    r"""(?:getenv|environ\.get|ENV\.fetch|env)\([ \t]*["'](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})["'][ \t]*,[ \t]*"""
+# A call that names a secret in its first argument and gives it in its second: define('DB_PASSWORD', 'X'),
+# System.setProperty("db.password", "X"), os.getenv("API_TOKEN", "X"), os.environ.setdefault(...), ENV.fetch(...).
+_NAMED_ARGUMENT = re.compile(
+    r"""\([ \t]*["'](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})["'][ \t]*,[ \t]*"""
     r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')"""
 )
+# A call named for a secret, whose last argument is a literal: set_password("X"), .withPassword("X"),
+# keyring.set_password("svc", "user", "X"), setApiKey('X').
+_SECRET_CALL = re.compile(
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_]{0,60})\((?:[^()\n]{0,200}?,[ \t]*)?"""
+    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*\)"""
+)
+_SETTER = re.compile(r"(?:set|with|use|put)_?(?=[A-Za-z])", re.IGNORECASE)
+# A builder method that is only the secret's name: .password("X"), .apiKey("X"), .token("X").
+_BUILDER_NAME = re.compile(r"(?i)password|passwd|passphrase|secret|token|api_?key|client_?secret|access_?token")
 # A line of a .pgpass file: host:port:database:user:password (the port a number or *).
 _PGPASS_LINE = re.compile(
     r"^[^:\s#]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:(?!\[REDACTED)(?P<value>[^:\s]{1,256})[ \t]*$",
@@ -746,13 +764,38 @@ def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
     return _assignment_value(text, m.group("name"), strength, operator, start, end, quote)
 
 
+def _call_value(m: re.Match, name: str) -> tuple[int, int] | None:
+    """A call's literal argument when ``name`` names a secret and the literal looks generated (a call's
+    arguments are as often labels and messages as values)."""
+    strength = _name_strength(name)
+    if strength is None:
+        return None
+    start, end = m.start("value") + 1, m.end("value") - 1
+    value = m.string[start:end]
+    if strength == "weak" and not (len(value) >= 8 and _has_digit_and_letter(value)):
+        return None  # define('AUTH_KEY', ...) holds a secret; a generic *_KEY only a generated one
+    return (start, end) if _looks_generated(value) and not kept_value(value) else None
+
+
+def _setter_value(m: re.Match) -> tuple[int, int] | None:
+    """The last literal argument of a setter or builder named for a secret; a getter's argument (get_secret("db"))
+    names the secret instead of holding it."""
+    function = m["name"]
+    setter = _SETTER.match(function)
+    if setter is not None:
+        return _call_value(m, function[setter.end() :])
+    return _call_value(m, function) if _BUILDER_NAME.fullmatch(function) else None
+
+
 def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
     spans = [
         span
-        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="), (_ENV_DEFAULT, "="))
+        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="))
         for m in pattern.finditer(text)
         if (span := _named_value(m, operator)) is not None
     ]
+    spans += [span for m in _NAMED_ARGUMENT.finditer(text) if (span := _call_value(m, m["name"]))]
+    spans += [span for m in _SECRET_CALL.finditer(text) if (span := _setter_value(m))]
     spans += [m.span("value") for m in _NETRC_PASSWORD.finditer(text) if not kept_value(m.group("value"))]
     yield from sorted(spans)
 

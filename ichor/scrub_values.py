@@ -39,6 +39,8 @@ _PLACEHOLDER_MARKS = (
 )
 _MARK = re.compile("|".join(re.escape(m) for m in _PLACEHOLDER_MARKS))
 _ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
+# A value that says where the real one goes: password_here, your-token-here (WordPress' wp-config-sample.php).
+_HERE = ("_here", "-here", " here")
 _SAMPLE_WORD = re.compile(r"(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])")
 # A value that names what belongs there instead of being it: PASSWORD, YOUR_TOKEN, DB_PASS.
 _NAMING_VALUE = re.compile(r"[A-Z][A-Z_]{1,40}")
@@ -107,7 +109,7 @@ def is_placeholder(value: str) -> bool:
         return True
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
         return True
-    if _MARK.search(low) or ("<" in value and _ANGLE_NAME.search(value)):
+    if _MARK.search(low) or low.endswith(_HERE) or ("<" in value and _ANGLE_NAME.search(value)):
         return True
     return _SAMPLE_WORD.search(low) is not None
 

@@ -325,3 +325,60 @@ def test_a_secret_in_a_small_layout_is_removed(shape):
 )
 def test_small_layouts_without_a_secret_stay(text):
     assert scrub(text).text == text
+
+
+# --- a name as a subscript key, a typed name, a call's arguments -------------------------------------------
+
+CODE_SHAPES = [
+    'os.environ["DB_PASSWORD"] = "{v}"',
+    "config['api_key'] = '{v}'",
+    'headers["X-Auth-Token"] = "{v}"',
+    '$_ENV["SECRET_KEY"] = "{v}";',
+    'let token: string = "{v}";',
+    'const API_KEY: &str = "{v}";',
+    "define( 'DB_PASSWORD', '{v}' );",
+    "define('AUTH_KEY', '{v}');",
+    'System.setProperty("db.password", "{v}");',
+    'os.environ.setdefault("API_TOKEN", "{v}")',
+    'password = os.getenv("DB_PASSWORD", "{v}")',
+    'keyring.set_password("deploy", "ana", "{v}")',
+    'new PostgreSQLContainer("postgres:16").withPassword("{v}")',
+    'DataSourceBuilder.create().username("app").password("{v}").build()',
+]
+
+
+@pytest.mark.parametrize("shape", CODE_SHAPES)
+def test_a_secret_in_code_is_removed_whatever_holds_its_name(shape):
+    value = secret()
+    assert_removed(shape.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'x["password"] = request.form["password"]',
+        "password: Optional[str] = None",
+        "token: str = Field(...)",
+        'get_secret("prod-db-1")',
+        'getPassword("db-1")',
+        'translate("password", "Passwort")',
+        "define('DB_PASSWORD', 'password_here');",
+        'os.getenv("API_KEY", "")',
+        'print("token", "expired")',
+    ],
+)
+def test_code_that_names_a_secret_without_holding_one_stays(text):
+    assert scrub(text).text == text
+
+
+def test_provider_urls_and_tokens_without_a_name_are_removed():
+    webhook = "".join(RNG.choice(string.ascii_letters + string.digits + "_-") for _ in range(68))
+    access = "ya29." + "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(60))
+    refresh = "1//0" + "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(60))
+    text = f"POST https://discord.com/api/webhooks/123456789012345678/{webhook}\n{access}\n{refresh}"
+    assert_removed(text, webhook, access, refresh)
+
+
+def test_base64_padding_after_a_colon_is_not_a_type_annotation():
+    value = "c2VjcmV0LXZhbHVlLTQy" + RNG.choice(["=", "=="])
+    assert_removed(f"data:\n  db-password: {value}\n", value)
