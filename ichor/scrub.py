@@ -8,7 +8,9 @@ unambiguous, so backtracking stays bounded per anchor. The whole text is always 
 
 Three sources of rules run in order: ichor's own format rules, the provider formats of the gitleaks catalogue
 (``ichor.scrub_catalogue``, data in ``ichor/data/scrub_catalogue.toml``), then ichor's own logic for named
-assignments, command lines, key blocks, home paths and PII (numbers checked by ``ichor.scrub_pii``'s validators).
+assignments (``ichor.scrub_names``), the other layouts of a name and its value (``ichor.scrub_layouts``: tables,
+options, markup, HTTP headers...), command lines, key blocks, home paths and PII (numbers checked by
+``ichor.scrub_pii``'s validators).
 A value that is a placeholder or a reference (``ichor.scrub_values``) is kept whichever rule matched it.
 
 Secrets become ``[REDACTED:<kind>]``; PII becomes ``[EMAIL]``, ``[IP]``, ``[PHONE]``, ``[CARD]``, ``[IBAN]``,
@@ -35,7 +37,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from . import scrub_catalogue, scrub_pii
-from .scrub_values import is_placeholder, is_template, kept_value
+from .scrub_layouts import (
+    find_authorization,
+    find_cookies,
+    find_option_values,
+    find_other_layouts,
+    find_pgpass_passwords,
+    find_table_values,
+)
+from .scrub_names import EXPRESSION, NAME_GATE, find_assignments
+from .scrub_values import has_digit, kept_value, looks_like_credential
 
 SECRET_KINDS = (
     "private_key",
@@ -156,19 +167,6 @@ def _has_digit_or_upper(s: str) -> bool:
     return any(c.isdigit() or c.isupper() for c in s)
 
 
-_DIGIT = re.compile(r"\d")
-_LETTER = re.compile(r"[^\W\d_]")
-_SYMBOL = re.compile(r"[!@#$%^&*_\-+=/~.]")
-
-
-def _has_digit(s: str) -> bool:
-    return _DIGIT.search(s) is not None
-
-
-def _has_digit_and_letter(s: str) -> bool:
-    return _has_digit(s) and _LETTER.search(s) is not None
-
-
 # --- secrets of a known format -------------------------------------------------------------------------
 
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
@@ -232,8 +230,7 @@ def _find_aws_secrets(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _bearer_token(m: re.Match) -> bool:
-    token = m.group("token")
-    return len(token) >= 16 and (_has_digit(token) or (token.lower() != token and token.upper() != token))
+    return looks_like_credential(m.group("token"))
 
 
 def _stripe_key(m: re.Match) -> tuple[int, int] | None:
@@ -333,7 +330,7 @@ def _find_cli_secrets(text: str) -> Iterator[tuple[int, int]]:
         if text[start] in "\"'":
             start, end = start + 1, end - 1
         value = text[start:end]
-        if value and not value.isdigit() and not _EXPRESSION.match(value):
+        if value and not value.isdigit() and not EXPRESSION.match(value):
             yield start, end
 
 
@@ -368,8 +365,8 @@ SECRET_RULES: tuple[Rule, ...] = (
             _whole(),
         ),
     ),
-    Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
-    Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(_has_digit))),
+    Rule("slack_token", _finder(_after_boundary("xox", r"[abposr]-[A-Za-z0-9-]{10,}"), _whole(has_digit))),
+    Rule("slack_token", _finder(_after_boundary("xapp-", r"[A-Za-z0-9-]{10,}"), _whole(has_digit))),
     Rule(
         "slack_token",
         _finder(
@@ -442,468 +439,15 @@ SECRET_RULES: tuple[Rule, ...] = (
 )
 
 
-# --- NAME=value assignments ----------------------------------------------------------------------------
-
-# Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
-# db-password and spring.datasource.password are names like any other. A trailing qualifier (client-key-data,
-# password_b64) does not change what the name holds.
-_NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash))?"
-_STRONG_NAME = re.compile(
-    r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
-    r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|"
-    r"private_?key|access_?key|secret_?access_?key|signing_?key|encryption_?key|master_?key|credentials?)"
-    + _NAME_QUALIFIER
-)
-_KEY_NAME = re.compile(r"(?i)\w*_key" + _NAME_QUALIFIER)
-# Code where a value should be: attribute access (tokenizer.eos_token, self.v2) or a call or subscript. A dotted
-# value whose parts are not identifiers (Summer.2024, a dotted token) is a value.
-_EXPRESSION = re.compile(
-    r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
-)
-_NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
-_NAME_GATE_RE = re.compile("|".join(_NAME_GATE), re.IGNORECASE)
-_REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
-
-# Where a secret's name can end and its operator follow: every name above ends in one of these words, then
-# perhaps a qualifier, a closing quote and spaces. Only the operator is matched, never the value, so an operator
-# inside another assignment's value (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON
-# connection string) is examined too. Operators after any other word are skipped by the regex engine, not here.
-# The first letter is matched case by case and the word after it dispatched on it by a lookbehind: a pattern that
-# starts with a set of letters lets the engine skip to the next such letter instead of trying every position.
-_NAMED_OPERATOR = re.compile(
-    r"[kKsStTpPcC](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w)|(?<=c)redentials?)"
-    + "(?i:"
-    + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
-    + ")"
-    + r"[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
-)
-# The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
-# A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
-_NAME_REVERSED = re.compile(
-    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)"
-    r"(?(sub)\[|(?![\w.\[\]-]))"
-)
-# A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a
-# space before it, unlike base64 padding (db-password: c2VjcmV0=).
-_TYPE_ANNOTATION = re.compile(r"[A-Za-z_&][\w<>\[\]., &|?']{0,60}?[ \t]+=(?![=>])[ \t]*")
-# A YAML anchor or tag before a value.
-_YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
-# Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
-_BARE_END = re.compile(r"[\s\"'`,;]")
-_DQ_END = re.compile(r"[\"\n]")
-_SQ_END = re.compile(r"['\n]")
-# Operators examined within one run of value text: deeper nesting than this is not an assignment anyone wrote,
-# and the bound keeps hostile text (token=token=token=...) linear.
-_MAX_NESTED = 8
-
-
-class _NextMatch:
-    """The next match of ``pattern`` at or after a position, for positions that only increase (linear overall)."""
-
-    def __init__(self, text: str, pattern: re.Pattern):
-        self.text, self.pattern, self.at = text, pattern, -1
-
-    def __call__(self, pos: int) -> int:
-        if self.at < pos:
-            m = self.pattern.search(self.text, pos)
-            self.at = m.start() if m else len(self.text)
-        return self.at
-
-
-def _find_assignments(text: str) -> Iterator[tuple[int, int]]:
-    reversed_text = None
-    ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
-    taken_until, run_end, in_run = 0, -1, 0
-    size = len(text)
-    for m in _NAMED_OPERATOR.finditer(text):
-        op_start, start = m.start("op"), m.end()  # the value starts after the operator's spaces
-        if op_start < taken_until:
-            continue  # inside a value already removed
-        if reversed_text is None:
-            reversed_text = text[::-1]
-        name = _NAME_REVERSED.match(reversed_text, size - op_start)
-        if name is None:
-            continue
-        raw_name = name.group("name")[::-1]
-        strength = _name_strength(raw_name)
-        if strength is None:
-            continue
-        operator = m.group("op")
-        first = text[start] if start < size else ""
-        if operator == ":" and first not in "\"'" and (annotation := _TYPE_ANNOTATION.match(text, start)):
-            start, operator = annotation.end(), "="  # token: string = VALUE: the value is after the type
-            first = text[start] if start < size else ""
-        if first in "&!" and operator == ":" and (decoration := _YAML_DECORATION.match(text, start)):
-            start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
-            if text.startswith(_REMOVED, start):
-                continue  # the value is already a placeholder (the engine's second pass)
-            first = text[start] if start < size else ""
-        quote = first if first and first in "\"'" else None
-        end = ends[quote](start + 1) if quote else ends["bare"](start)
-        in_run = in_run + 1 if end == run_end else 1
-        run_end = end
-        if in_run > _MAX_NESTED:
-            continue
-        span = _assignment_value(text, raw_name, strength, operator, start + (1 if quote else 0), end, quote)
-        if span is not None:
-            taken_until = span[1]
-            yield span
-
-
-def _looks_generated(value: str) -> bool:
-    """A digit or a symbol: unlike an ordinary word or a type name."""
-    return len(value) >= 6 and (_has_digit(value) or _SYMBOL.search(value) is not None)
-
-
-@functools.lru_cache(maxsize=4096)
-def _normal_name(name: str) -> str:
-    return name.lstrip("-").replace("-", "_").replace(".", "_")
-
-
-# camelCase names are read with "_" at each lower-to-upper step: rootPassword, dbPass, adminToken, clientKey.
-_CAMEL_STEP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-# A secret word glued to the word before it: PGPASSWORD, MYSQLPWD, requirepass, storepass.
-_GLUED_NAME = re.compile(r"(?i)[a-z]{2,}(?:password|passwd|pass|pwd|secret|token)" + _NAME_QUALIFIER)
-_NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
-
-
-@functools.lru_cache(maxsize=4096)
-def _name_strength(raw_name: str) -> str | None:
-    """How surely a name holds a secret: "strong" (DB_PASSWORD, rootPassword, PGPASSWORD), "glued" for a secret
-    word glued on in lower case (requirepass: only a value that looks generated), "weak" for a generic *_KEY,
-    else None."""
-    name = _CAMEL_STEP.sub("_", _normal_name(raw_name))
-    if _STRONG_NAME.fullmatch(name):
-        return "strong"
-    if _KEY_NAME.fullmatch(name):
-        return "weak"
-    if _GLUED_NAME.fullmatch(name) and name.lower() not in _NOT_GLUED:
-        return "strong" if name.isupper() else "glued"
-    return None
-
-
-def _assignment_value(
-    text: str, raw_name: str, strength: str, operator: str, start: int, end: int, quote: str | None
-) -> tuple[int, int] | None:
-    """The span of the value when ``name <operator> value`` assigns a secret (``strength`` of its name), else None."""
-    if quote is None:
-        while end > start and text[end - 1] in ")]},:":
-            end -= 1  # a call's or literal's closing bracket: password=None)
-    value = text[start:end]
-    if not value or value.startswith("[REDACTED") or (quote is None and value[0] in "([{"):
-        return None  # already removed, or code: (a * b), [x], {...}
-    if quote is None and _EXPRESSION.match(value):
-        return None  # code: tokenizer.eos_token, os.environ[...], get_token()
-    if is_template(value) or is_placeholder(value):
-        return None
-    if strength == "weak":
-        # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
-        ok = len(value) >= 8 and _has_digit_and_letter(value) and " " not in value
-        return (start, end) if ok else None
-    if (strength == "glued" or (quote is None and operator == ":")) and not _looks_generated(value):
-        # bypass-like words that happen to end in "pass"; prose and annotations after a colon ("Token: the issue
-        # is", "private_key: PrivateKeyTypes"): only a value that looks generated
-        return None
-    if quote is None:
-        name = _normal_name(raw_name)
-        if name[:1].islower() and _IDENTIFIER.fullmatch(value):
-            return None  # code: token = response, token = Operator, dbPassword = userInput
-        if value.isdigit() and not _DIGITS_NAME.search(name):
-            return None  # MAX_TOKEN=4096
-    return start, end
-
-
-_IDENTIFIER = re.compile(r"[A-Za-z_]+")
-_DIGITS_NAME = re.compile(r"(?i)pass|pwd|pw$|pin")  # names whose value may be all digits: a PIN, a passcode
-
-
-ENV_RULE = Rule("env_secret", _find_assignments, gate=_NAME_GATE, checks_values=True)
-
-
-# --- a secret-named table cell's value in the next cell, or in the cells of a secret-named column ------------
-
-# A table row: a line with a "|" between cells (Markdown, psql, ASCII boxes), or a separator row (|---|:--|,
-# psql's ---+---, a box's +---+), which ends a header. Cells are split in Python; the pattern only picks lines.
-_TABLE_LINE = re.compile(r"^(?:[^\n|]*\|[^\n]*|[ \t]*[-+:| \t]*-{2,}[-+:| \t]*$)", re.MULTILINE)
-_SEPARATOR_ROW = re.compile(r"[ \t]*[|+]?(?:[ \t]*:?-{2,}:?[ \t]*(?:\||\+|$))+[ \t]*\Z")
-_CELL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_. -]{0,59}")
-_CELL_DECORATION = " \t*`"
-_WHITESPACE = re.compile(r"\s")  # bold or code marks around a name: **DB password**, `api_key`
-
-
-@functools.lru_cache(maxsize=4096)
-def _cell_strength(cell: str) -> str | None:
-    """The strength of a cell read as a name (``SMTP password`` reads as SMTP_password), None if it is none."""
-    name = cell.strip(_CELL_DECORATION)
-    if not _CELL_NAME.fullmatch(name) or not _NAME_GATE_RE.search(name):
-        return None
-    return _name_strength(name.replace(" ", "_"))
-
-
-def _cell_value(text: str, start: int, end: int, name: str, strength: str) -> tuple[int, int] | None:
-    """The span of a cell's value when it is a secret, without its padding or one layer of backticks/quotes."""
-    while start < end and text[start] in " \t":
-        start += 1
-    while end > start and text[end - 1] in " \t":
-        end -= 1
-    if end - start >= 2 and text[start] == text[end - 1] and text[start] in "`\"'":
-        start, end = start + 1, end - 1
-    if start == end or text.startswith("[REDACTED", start) or _WHITESPACE.search(text, start, end):
-        return None  # empty, already removed, or words: "see the vault", "min 12 characters"
-    return _assignment_value(text, name, strength, ":", start, end, None)
-
-
-def _find_table_values(text: str) -> Iterator[tuple[int, int]]:
-    """``| DB password | Xy7... |``: a cell naming a secret, then its value in the next cell of the row; and
-    ``| user | password |`` over ``|---|---|``: the values of a secret-named column in the rows below."""
-    columns: dict[int, tuple[str, str]] = {}  # column index -> (name, strength), from the header above
-    header: tuple[int, int] | None = None  # the previous row, which a separator row makes the header
-    last_line_end = -2
-    for line in _TABLE_LINE.finditer(text):
-        if line.start() != last_line_end + 1:
-            columns, header = {}, None  # not the next line: a new table
-        last_line_end = line.end()
-        if "--" in line.group(0) and _SEPARATOR_ROW.match(line.group(0)):
-            columns = _secret_columns(text, *header) if header is not None else {}
-            continue
-        header = line.span()
-        if not columns and not _NAME_GATE_RE.search(text, line.start(), line.end()):
-            continue  # no cell can name a secret, and no column does
-        cells = _cells(text, line.start(), line.end())
-        for i, (a, b) in enumerate(cells):
-            if i + 1 < len(cells) and (strength := _cell_strength(text[a:b])) is not None:
-                span = _cell_value(text, *cells[i + 1], text[a:b].strip(_CELL_DECORATION), strength)
-            elif i in columns:
-                span = _cell_value(text, a, b, *columns[i])
-            else:
-                continue
-            if span is not None:
-                yield span
-
-
-def _secret_columns(text: str, start: int, end: int) -> dict[int, tuple[str, str]]:
-    """The columns of a header row whose name is a secret's: index -> (name, strength)."""
-    named = ((i, text[a:b].strip(_CELL_DECORATION)) for i, (a, b) in enumerate(_cells(text, start, end)))
-    return {i: (name, strength) for i, name in named if (strength := _cell_strength(name)) is not None}
-
-
-def _cells(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """The (start, end) of each cell of a table row: the text between its "|", without the outer empty ones."""
-    bounds = [start - 1]
-    while (bar := text.find("|", bounds[-1] + 1, end)) != -1:
-        bounds.append(bar)
-    bounds.append(end)
-    cells = [(a + 1, b) for a, b in zip(bounds, bounds[1:], strict=False)]
-    if cells and not text[cells[0][0] : cells[0][1]].strip():
-        cells = cells[1:]  # a leading "|"
-    if cells and not text[cells[-1][0] : cells[-1][1]].strip():
-        cells = cells[:-1]  # a trailing "|"
-    return cells
-
-
-TABLE_RULE = Rule("env_secret", _find_table_values, gate=("|",), checks_values=True, settles=True)
-
-
-# --- other layouts of a name and its value ---------------------------------------------------------------
-
-# A line that is only a name and a value, split by spaces: a config file's "requirepass X", a .netrc's
-# "password X", a Dockerfile's ENV/ARG, csh's setenv. The value must look generated (a line of prose is words).
-_SPACED_LINE = re.compile(
-    r"^[ \t]*(?:(?:ENV|ARG|setenv|set|export)[ \t]+)?(?P<name>[A-Za-z][A-Za-z0-9_.-]{1,60})[ \t]+"
-    r"(?!\[REDACTED)(?P<value>[^\s\"'`][^\s]{0,1023})[ \t]*$",
-    re.MULTILINE,
-)
-# A .netrc entry on one line: machine HOST login USER password SECRET.
-_NETRC_PASSWORD = re.compile(r"\blogin[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?!\[REDACTED)(?P<value>\S+)")
-# The element of a markup file: <password>X</password> (Maven's settings.xml, a SOAP body, a .NET config).
-_ELEMENT = re.compile(r"<(?P<name>[A-Za-z][\w.:-]{0,60})>(?!\[REDACTED)(?P<value>[^<\n]{1,1024})</(?P=name)>")
-# A name and a value as two fields of one record: Kubernetes' and ECS' env lists (- name: X / value: Y,
-# {"name": "X", "value": "Y"}) and .NET's <add key="X" value="Y"/>.
-_NAME_VALUE_FIELDS = re.compile(
-    r"""(?<![\w-])(?:name|key|Name|Key)["']?[ \t]*[:=][ \t]*["']?(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})["']?"""
-    r"""(?:[ \t]*,[ \t]*|[ \t]+|[ \t]*,?[ \t]*\r?\n[ \t]*)["']?(?:value|Value)["']?[ \t]*[:=][ \t]*"""
-    r"""(?!["']?\[REDACTED)"""
-    r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s"',}\]][^\s,}\]]{0,1023})"""
-)
-
-# A call that names a secret in its first argument and gives it in its second: define('DB_PASSWORD', 'X'),
-# System.setProperty("db.password", "X"), os.getenv("API_TOKEN", "X"), os.environ.setdefault(...), ENV.fetch(...).
-_NAMED_ARGUMENT = re.compile(
-    r"""\([ \t]*["'](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})["'][ \t]*,[ \t]*"""
-    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')"""
-)
-# A call named for a secret, whose last argument is a literal: set_password("X"), .withPassword("X"),
-# keyring.set_password("svc", "user", "X"), setApiKey('X').
-_SECRET_CALL = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_]{0,60})\((?:[^()\n]{0,200}?,[ \t]*)?"""
-    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*\)"""
-)
-_SETTER = re.compile(r"(?:set|with|use|put)_?(?=[A-Za-z])", re.IGNORECASE)
-# A builder method that is only the secret's name: .password("X"), .apiKey("X"), .token("X").
-_BUILDER_NAME = re.compile(r"(?i)password|passwd|passphrase|secret|token|api_?key|client_?secret|access_?token")
-# A line of a .pgpass file: host:port:database:user:password (the port a number or *).
-_PGPASS_LINE = re.compile(
-    r"^[^:\s#]{1,253}:(?:[0-9]{1,5}|\*):[^:\s]{1,63}:[^:\s]{1,63}:(?!\[REDACTED)(?P<value>[^:\s]{1,256})[ \t]*$",
-    re.MULTILINE,
-)
-
-
-def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
-    """The span of ``m``'s value group when ``m``'s name group names a secret. An element's text is a literal,
-    like a quoted value: <password>correcthorse</password> is not code."""
-    strength = _name_strength(m.group("name"))
-    if strength is None:
-        return None
-    start, end = m.span("value")
-    text = m.string
-    quote = text[start] if text[start] in "\"'" else None
-    if quote:
-        start, end = start + 1, end - 1
-    elif m.re is _ELEMENT:
-        quote = "<"
-    return _assignment_value(text, m.group("name"), strength, operator, start, end, quote)
-
-
-def _call_value(m: re.Match, name: str) -> tuple[int, int] | None:
-    """A call's literal argument when ``name`` names a secret and the literal looks generated (a call's
-    arguments are as often labels and messages as values)."""
-    strength = _name_strength(name)
-    if strength is None:
-        return None
-    start, end = m.start("value") + 1, m.end("value") - 1
-    value = m.string[start:end]
-    if strength == "weak" and not (len(value) >= 8 and _has_digit_and_letter(value)):
-        return None  # define('AUTH_KEY', ...) holds a secret; a generic *_KEY only a generated one
-    return (start, end) if _looks_generated(value) and not kept_value(value) else None
-
-
-def _setter_value(m: re.Match) -> tuple[int, int] | None:
-    """The last literal argument of a setter or builder named for a secret; a getter's argument (get_secret("db"))
-    names the secret instead of holding it."""
-    function = m["name"]
-    setter = _SETTER.match(function)
-    if setter is not None:
-        return _call_value(m, function[setter.end() :])
-    return _call_value(m, function) if _BUILDER_NAME.fullmatch(function) else None
-
-
-def _find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
-    spans = [
-        span
-        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="))
-        for m in pattern.finditer(text)
-        if (span := _named_value(m, operator)) is not None
-    ]
-    spans += [span for m in _NAMED_ARGUMENT.finditer(text) if (span := _call_value(m, m["name"]))]
-    spans += [span for m in _SECRET_CALL.finditer(text) if (span := _setter_value(m))]
-    spans += [m.span("value") for m in _NETRC_PASSWORD.finditer(text) if not kept_value(m.group("value"))]
-    yield from sorted(spans)
-
-
-def _find_pgpass_passwords(text: str) -> Iterator[tuple[int, int]]:
-    for m in _PGPASS_LINE.finditer(text):
-        value = m.group("value")
-        if _looks_generated(value) and not value.isdigit() and not kept_value(value):
-            yield m.span("value")  # a word is more likely a message: main.c:10:5:warning:unused
-
-
-LAYOUT_RULE = Rule("env_secret", _find_other_layouts, gate=_NAME_GATE, checks_values=True, settles=True)
-PGPASS_RULE = Rule("env_secret", _find_pgpass_passwords, gate=(":",), checks_values=True, settles=True)
-
-
-# --- HTTP credentials: an Authorization header of any scheme, and cookies ---------------------------------
-
-# Authorization: Token X, ApiKey X, SSWS X, or a bare X (Bearer and Basic have their own rules, which run first).
-_AUTHORIZATION = re.compile(
-    r"""(?i:authorization)(?<![\w-]authorization)["']?[ \t]*[:=][ \t]*["']?"""
-    r"""(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?(?!\[REDACTED)(?P<token>[A-Za-z0-9._~+/=-]{16,})"""
-)
-# The cookies of a Cookie or Set-Cookie header, or of curl's -b/--cookie: "name=value; name=value".
-_COOKIE_HEADER = re.compile(
-    r"""(?:(?i:(?:set-)?cookie)(?<![\w-]cookie)(?<![\w-]set-cookie)[ \t]*:|(?<![\w-])(?:-b|--cookie)[ \t]+["']?)"""
-    r"""(?P<cookies>[^\n"']{1,4096})"""
-)
-_COOKIE = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]{1,128})=(?!\[REDACTED)(?P<value>[^;\s]{1,4096})")
-_COOKIE_ATTRIBUTES = {"path", "domain", "expires", "max-age", "samesite", "priority", "version", "comment"}
-
-
-def _find_authorization(text: str) -> Iterator[tuple[int, int]]:
-    for m in _AUTHORIZATION.finditer(text):
-        scheme = (m.group("scheme") or "").lower()
-        if scheme in ("bearer", "basic") or not _bearer_token(m):
-            continue  # their own rules judge those; a short or all-lower-case word is not a credential
-        yield m.span("token")
-
-
-def _find_cookies(text: str) -> Iterator[tuple[int, int]]:
-    """Every cookie value that looks generated: a session id or a token, not "en" or "dark"."""
-    for header in _COOKIE_HEADER.finditer(text):
-        offset = header.start("cookies")
-        for cookie in _COOKIE.finditer(header.group("cookies")):
-            if cookie.group("name").lower() in _COOKIE_ATTRIBUTES:
-                continue
-            value = cookie.group("value")
-            if len(value) >= 12 and _has_digit_and_letter(value) and not kept_value(value):
-                yield offset + cookie.start("value"), offset + cookie.end("value")
-
-
-AUTHORIZATION_RULE = Rule("bearer", _find_authorization, gate=("authorization",), checks_values=True, settles=True)
-COOKIE_RULE = Rule("bearer", _find_cookies, gate=("cookie", "-b"), checks_values=True, settles=True)
-
-
-# --- a secret-named option's value in the next word or list element ---------------------------------------
-
-# An option whose name ends in a secret word, with one or two dashes (keytool's -storepass too), at the start
-# of a word, a quoted string or a list element. Its value is the next word (redis-server --requirepass X), the
-# next element of a list (["--requirepass", "X"], [--requirepass, X]) or the next item of a YAML block list.
-_SECRET_OPTION = re.compile(
-    r"""-(?<![^\s"'\[,(]-)-?(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,60}?"""
-    r"""(?i:pass(?:word|wd|phrase)?|pwd|secret|token|credentials?|key))(?![A-Za-z0-9_.-])"""
-)
-_OPTION_VALUE = re.compile(
-    r"""(?P<sep>["']?[ \t]*,\s*|[ \t]+|\r?\n[ \t]*-[ \t]+)(?!["']?\[REDACTED)"""
-    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"',\[\]-][^\s"']{0,255})"""
-)
-_LIST_ITEM_START = re.compile(r"[ \t]*-[ \t]+[\"']?\Z")
-
-
-def _find_option_values(text: str) -> Iterator[tuple[int, int]]:
-    for m in _SECRET_OPTION.finditer(text):
-        strength = _name_strength(m.group("name"))
-        if strength not in ("strong", "glued"):
-            continue  # a generic *-key option (--sort-key) holds no secret
-        quote = text[m.start() - 1] if m.start() > 0 and text[m.start() - 1] in "\"'" else ""
-        if quote and not text.startswith(quote, m.end()):
-            continue  # "--password-file" ... not a whole quoted option
-        value = _OPTION_VALUE.match(text, m.end())
-        if value is None or (quote and "," not in value.group("sep")):
-            continue  # a quoted option is a list element: its value is the next element
-        if "\n" in value.group("sep"):
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            if not _LIST_ITEM_START.match(text[line_start : m.start()]):
-                continue  # the next line is a list item, but the option was not one
-        span = _option_value(value, in_list=bool(quote) or "," in value.group("sep"), glued=strength == "glued")
-        if span is not None:
-            yield span
-
-
-def _option_value(m: re.Match, in_list: bool, glued: bool) -> tuple[int, int] | None:
-    start, end = m.span("value")
-    text = m.string
-    if text[start] in "\"'":
-        start, end = start + 1, end - 1
-    elif in_list:
-        while end > start and text[end - 1] in ",]":
-            end -= 1  # [--requirepass, X]
-    value = text[start:end]
-    if not value or value.isdigit() or _EXPRESSION.match(value) or kept_value(value):
-        return None
-    if glued and not _looks_generated(value):
-        return None  # --compass-like words: only a value that looks generated
-    return start, end
-
-
-OPTION_RULE = Rule("cli_secret", _find_option_values, gate=_NAME_GATE, checks_values=True, settles=True)
+# --- the finders of names and their values (ichor.scrub_names, ichor.scrub_layouts) as rules -------------
+
+ENV_RULE = Rule("env_secret", find_assignments, gate=NAME_GATE, checks_values=True)
+TABLE_RULE = Rule("env_secret", find_table_values, gate=("|",), checks_values=True, settles=True)
+LAYOUT_RULE = Rule("env_secret", find_other_layouts, gate=NAME_GATE, checks_values=True, settles=True)
+PGPASS_RULE = Rule("env_secret", find_pgpass_passwords, gate=(":",), checks_values=True, settles=True)
+AUTHORIZATION_RULE = Rule("bearer", find_authorization, gate=("authorization",), checks_values=True, settles=True)
+COOKIE_RULE = Rule("bearer", find_cookies, gate=("cookie", "-b"), checks_values=True, settles=True)
+OPTION_RULE = Rule("cli_secret", find_option_values, gate=NAME_GATE, checks_values=True, settles=True)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -1014,7 +558,7 @@ def _ipv6(m: re.Match) -> tuple[int, int] | None:
     candidate = text[start : m.end()]
     address_part = candidate.split("%", 1)[0]
     groups = [g for g in address_part.split(":") if g]
-    if len(groups) < 2 or max(len(g) for g in groups) < 3 or not _has_digit(candidate):
+    if len(groups) < 2 or max(len(g) for g in groups) < 3 or not has_digit(candidate):
         return None  # a[100::2], dead::beef
     try:
         address = ipaddress.IPv6Address(address_part)

@@ -125,3 +125,26 @@ def is_template(value: str) -> bool:
 def kept_value(value: str) -> bool:
     """True when ``value`` must stay: a placeholder or a reference."""
     return is_placeholder(value) or is_template(value)
+
+
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+_SYMBOL = re.compile(r"[!@#$%^&*_\-+=/~.]")
+
+
+def has_digit(value: str) -> bool:
+    return _DIGIT.search(value) is not None
+
+
+def has_digit_and_letter(value: str) -> bool:
+    return has_digit(value) and _LETTER.search(value) is not None
+
+
+def looks_generated(value: str) -> bool:
+    """A digit or a symbol: unlike an ordinary word or a type name."""
+    return len(value) >= 6 and (has_digit(value) or _SYMBOL.search(value) is not None)
+
+
+def looks_like_credential(token: str) -> bool:
+    """Long enough, with a digit or mixed case: a token, not a word after "Bearer" or "Authorization:"."""
+    return len(token) >= 16 and (has_digit(token) or (token.lower() != token and token.upper() != token))

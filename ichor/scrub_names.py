@@ -1,0 +1,186 @@
+"""Names that hold a secret, and the values assigned to them in every syntax.
+
+A name is read after normalising it: leading dashes dropped, "-" and "." read as "_", camelCase read with "_" at
+each lower-to-upper step. ``name_strength`` says how surely a name holds a secret; ``assignment_value`` judges
+the value given to it (placeholders, references and code stay); ``find_assignments`` finds ``NAME <op> VALUE``
+in any syntax: ``=``, ``:``, ``:=``, ``=>``, ``<-``, quoted or not, nested in another value, as a subscript's key
+(``os.environ["DB_PASSWORD"] = ...``) or with a type between (``let token: string = ...``).
+
+>>> name_strength("DB_PASSWORD"), name_strength("rootPassword"), name_strength("SORT_KEY"), name_strength("user")
+('strong', 'strong', 'weak', None)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+
+from .scrub_values import has_digit_and_letter, is_placeholder, is_template, looks_generated
+
+# Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
+# db-password and spring.datasource.password are names like any other. A trailing qualifier (client-key-data,
+# password_b64) does not change what the name holds.
+_NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash))?"
+_STRONG_NAME = re.compile(
+    r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
+    r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|"
+    r"private_?key|access_?key|secret_?access_?key|signing_?key|encryption_?key|master_?key|credentials?)"
+    + _NAME_QUALIFIER
+)
+_KEY_NAME = re.compile(r"(?i)\w*_key" + _NAME_QUALIFIER)
+# Code where a value should be: attribute access (tokenizer.eos_token, self.v2) or a call or subscript. A dotted
+# value whose parts are not identifiers (Summer.2024, a dotted token) is a value.
+EXPRESSION = re.compile(
+    r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
+)
+NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
+NAME_GATE_RE = re.compile("|".join(NAME_GATE), re.IGNORECASE)
+_REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
+
+# Where a secret's name can end and its operator follow: every name above ends in one of these words, then
+# perhaps a qualifier, a closing quote and spaces. Only the operator is matched, never the value, so an operator
+# inside another assignment's value (Groq(api_key="..."), //host/:_authToken=..., jdbc:...?password=..., a JSON
+# connection string) is examined too. Operators after any other word are skipped by the regex engine, not here.
+# The first letter is matched case by case and the word after it dispatched on it by a lookbehind: a pattern that
+# starts with a set of letters lets the engine skip to the next such letter instead of trying every position.
+_NAMED_OPERATOR = re.compile(
+    r"[kKsStTpPcC](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w)|(?<=c)redentials?)"
+    + "(?i:"
+    + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
+    + ")"
+    + r"[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
+)
+# The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
+# A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
+_NAME_REVERSED = re.compile(
+    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)"
+    r"(?(sub)\[|(?![\w.\[\]-]))"
+)
+# A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a
+# space before it, unlike base64 padding (db-password: c2VjcmV0=).
+_TYPE_ANNOTATION = re.compile(r"[A-Za-z_&][\w<>\[\]., &|?']{0,60}?[ \t]+=(?![=>])[ \t]*")
+# A YAML anchor or tag before a value.
+_YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
+# Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
+_BARE_END = re.compile(r"[\s\"'`,;]")
+_DQ_END = re.compile(r"[\"\n]")
+_SQ_END = re.compile(r"['\n]")
+# Operators examined within one run of value text: deeper nesting than this is not an assignment anyone wrote,
+# and the bound keeps hostile text (token=token=token=...) linear.
+_MAX_NESTED = 8
+
+
+class _NextMatch:
+    """The next match of ``pattern`` at or after a position, for positions that only increase (linear overall)."""
+
+    def __init__(self, text: str, pattern: re.Pattern):
+        self.text, self.pattern, self.at = text, pattern, -1
+
+    def __call__(self, pos: int) -> int:
+        if self.at < pos:
+            m = self.pattern.search(self.text, pos)
+            self.at = m.start() if m else len(self.text)
+        return self.at
+
+
+def find_assignments(text: str) -> Iterator[tuple[int, int]]:
+    reversed_text = None
+    ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
+    taken_until, run_end, in_run = 0, -1, 0
+    size = len(text)
+    for m in _NAMED_OPERATOR.finditer(text):
+        op_start, start = m.start("op"), m.end()  # the value starts after the operator's spaces
+        if op_start < taken_until:
+            continue  # inside a value already removed
+        if reversed_text is None:
+            reversed_text = text[::-1]
+        name = _NAME_REVERSED.match(reversed_text, size - op_start)
+        if name is None:
+            continue
+        raw_name = name.group("name")[::-1]
+        strength = name_strength(raw_name)
+        if strength is None:
+            continue
+        operator = m.group("op")
+        first = text[start] if start < size else ""
+        if operator == ":" and first not in "\"'" and (annotation := _TYPE_ANNOTATION.match(text, start)):
+            start, operator = annotation.end(), "="  # token: string = VALUE: the value is after the type
+            first = text[start] if start < size else ""
+        if first in "&!" and operator == ":" and (decoration := _YAML_DECORATION.match(text, start)):
+            start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
+            if text.startswith(_REMOVED, start):
+                continue  # the value is already a placeholder (the engine's second pass)
+            first = text[start] if start < size else ""
+        quote = first if first and first in "\"'" else None
+        end = ends[quote](start + 1) if quote else ends["bare"](start)
+        in_run = in_run + 1 if end == run_end else 1
+        run_end = end
+        if in_run > _MAX_NESTED:
+            continue
+        span = assignment_value(text, raw_name, strength, operator, start + (1 if quote else 0), end, quote)
+        if span is not None:
+            taken_until = span[1]
+            yield span
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal_name(name: str) -> str:
+    return name.lstrip("-").replace("-", "_").replace(".", "_")
+
+
+# camelCase names are read with "_" at each lower-to-upper step: rootPassword, dbPass, adminToken, clientKey.
+_CAMEL_STEP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# A secret word glued to the word before it: PGPASSWORD, MYSQLPWD, requirepass, storepass.
+_GLUED_NAME = re.compile(r"(?i)[a-z]{2,}(?:password|passwd|pass|pwd|secret|token)" + _NAME_QUALIFIER)
+_NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass", "underpass"}
+
+
+@functools.lru_cache(maxsize=4096)
+def name_strength(raw_name: str) -> str | None:
+    """How surely a name holds a secret: "strong" (DB_PASSWORD, rootPassword, PGPASSWORD), "glued" for a secret
+    word glued on in lower case (requirepass: only a value that looks generated), "weak" for a generic *_KEY,
+    else None."""
+    name = _CAMEL_STEP.sub("_", _normal_name(raw_name))
+    if _STRONG_NAME.fullmatch(name):
+        return "strong"
+    if _KEY_NAME.fullmatch(name):
+        return "weak"
+    if _GLUED_NAME.fullmatch(name) and name.lower() not in _NOT_GLUED:
+        return "strong" if name.isupper() else "glued"
+    return None
+
+
+def assignment_value(
+    text: str, raw_name: str, strength: str, operator: str, start: int, end: int, quote: str | None
+) -> tuple[int, int] | None:
+    """The span of the value when ``name <operator> value`` assigns a secret (``strength`` of its name), else None."""
+    if quote is None:
+        while end > start and text[end - 1] in ")]},:":
+            end -= 1  # a call's or literal's closing bracket: password=None)
+    value = text[start:end]
+    if not value or value.startswith("[REDACTED") or (quote is None and value[0] in "([{"):
+        return None  # already removed, or code: (a * b), [x], {...}
+    if quote is None and EXPRESSION.match(value):
+        return None  # code: tokenizer.eos_token, os.environ[...], get_token()
+    if is_template(value) or is_placeholder(value):
+        return None
+    if strength == "weak":
+        # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
+        ok = len(value) >= 8 and has_digit_and_letter(value) and " " not in value
+        return (start, end) if ok else None
+    if (strength == "glued" or (quote is None and operator == ":")) and not looks_generated(value):
+        # bypass-like words that happen to end in "pass"; prose and annotations after a colon ("Token: the issue
+        # is", "private_key: PrivateKeyTypes"): only a value that looks generated
+        return None
+    if quote is None:
+        name = _normal_name(raw_name)
+        if name[:1].islower() and _IDENTIFIER.fullmatch(value):
+            return None  # code: token = response, token = Operator, dbPassword = userInput
+        if value.isdigit() and not _DIGITS_NAME.search(name):
+            return None  # MAX_TOKEN=4096
+    return start, end
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]+")
+_DIGITS_NAME = re.compile(r"(?i)pass|pwd|pw$|pin")  # names whose value may be all digits: a PIN, a passcode
