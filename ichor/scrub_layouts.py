@@ -107,13 +107,16 @@ _SPACED_LINE = re.compile(
     re.MULTILINE,
 )
 # A .netrc entry on one line: machine HOST login USER password SECRET.
-_NETRC_PASSWORD = re.compile(r"\blogin[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?!\[REDACTED)(?P<value>\S+)")
+_NETRC_PASSWORD = re.compile(
+    r"login(?<![\w]login)[ \t]+\S+[ \t]+(?:password|passwd)[ \t]+(?!\[REDACTED)(?P<value>\S+)"
+)
 # The element of a markup file: <password>X</password> (Maven's settings.xml, a SOAP body, a .NET config).
 _ELEMENT = re.compile(r"<(?P<name>[A-Za-z][\w.:-]{0,60})>(?!\[REDACTED)(?P<value>[^<\n]{1,1024})</(?P=name)>")
 # A name and a value as two fields of one record: Kubernetes' and ECS' env lists (- name: X / value: Y,
 # {"name": "X", "value": "Y"}) and .NET's <add key="X" value="Y"/>.
 _NAME_VALUE_FIELDS = re.compile(
-    r"""(?<![\w-])(?:name|key|Name|Key)["']?[ \t]*[:=][ \t]*["']?(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})["']?"""
+    r"""[nNkK](?<![\w-][nNkK])(?:(?<=[nN])ame|(?<=[kK])ey)["']?[ \t]*[:=][ \t]*["']?"""
+    r"""(?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})["']?"""
     r"""(?:[ \t]*,[ \t]*|[ \t]+|[ \t]*,?[ \t]*\r?\n[ \t]*)["']?(?:value|Value)["']?[ \t]*[:=][ \t]*"""
     r"""(?!["']?\[REDACTED)"""
     r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s"',}\]][^\s,}\]]{0,1023})"""
@@ -128,9 +131,10 @@ _NAMED_ARGUMENT = re.compile(
 # A call named for a secret, whose last argument is a literal: set_password("X"), .withPassword("X"),
 # keyring.set_password("svc", "user", "X"), setApiKey('X').
 _SECRET_CALL = re.compile(
-    r"""(?P<name>[A-Za-z_][A-Za-z0-9_]{0,60})\((?:[^()\n]{0,200}?,[ \t]*)?"""
+    r"""\((?<=[A-Za-z0-9_]\()(?:[^()\n]{0,200}?,[ \t]*)?"""
     r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*\)"""
 )
+_FUNCTION_NAME = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z_][A-Za-z0-9_]{0,60}\Z")  # the name before a call's "("
 _SETTER = re.compile(r"(?:set|with|use|put)_?(?=[A-Za-z])", re.IGNORECASE)
 # A builder method that is only the secret's name: .password("X"), .apiKey("X"), .token("X").
 _BUILDER_NAME = re.compile(r"(?i)password|passwd|passphrase|secret|token|api_?key|client_?secret|access_?token")
@@ -173,7 +177,10 @@ def _call_value(m: re.Match, name: str) -> tuple[int, int] | None:
 def _setter_value(m: re.Match) -> tuple[int, int] | None:
     """The last literal argument of a setter or builder named for a secret; a getter's argument (get_secret("db"))
     names the secret instead of holding it."""
-    function = m["name"]
+    name = _FUNCTION_NAME.search(m.string, max(0, m.start() - 61), m.start())
+    if name is None:
+        return None
+    function = name.group(0)
     setter = _SETTER.match(function)
     if setter is not None:
         return _call_value(m, function[setter.end() :])

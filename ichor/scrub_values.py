@@ -82,6 +82,7 @@ _TEMPLATE = re.compile(
     r"\*+|#+|\.+|-+|_+|\?+"
 )
 _TEMPLATE_STARTS = ("${", "{{", "<%", "$(", "%(")
+_TEMPLATE_FIRST = frozenset("$%{<[*#.-_?")  # every template above starts with one of these
 # Code where a value should be: os.environ[...], process.env.X, getenv("X"), a call.
 _CODE_STARTS = ("process.env", "os.environ", "os.getenv", "getenv", "env(", "env.", "environ", "secrets.", "vars.")
 
@@ -116,10 +117,9 @@ def is_placeholder(value: str) -> bool:
 
 def is_template(value: str) -> bool:
     """A reference to a value held elsewhere (a variable, a template, code), not a value."""
-    start = value[:32].lower()  # the code prefixes are short; lower-casing a long value would cost its length
-    return (
-        _TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS) or start.startswith(_CODE_STARTS)
-    )
+    if value[:1] in _TEMPLATE_FIRST and (_TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS)):
+        return True
+    return value[:32].lower().startswith(_CODE_STARTS)  # short prefixes: lower-casing a long value costs its length
 
 
 def kept_value(value: str) -> bool:
