@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     grid = F.Grid()
     exp = RestExperiment(rows, args.variant)
     long_ones = sum(1 for ids, base in zip(exp.ids_of["rest"], exp.ids_of["today"], strict=True) if ids != base)
-    print(f"{len(rows)} windows; {long_ones} have text after the head")
+    print(f"{len(rows)} windows; {long_ones} have words after the head")
     out = {}
     for run, cfgs in runs(grid):
         result = exp.nested_cv(cfgs, grid, args.outer_folds)
