@@ -31,6 +31,7 @@ from . import detect_model
 from .detect_cv import markdown
 from .detect_features import features
 from .detect_nonlinear import Experiment
+from .detect_text import cut, rest_of
 from .evaluate import grouped_blocks
 
 ADDITIONS = {"today": (), "tail": ("tail",), "rest": ("rest",), "tail+tail_shape": ("tail", "tail_shape")}
@@ -65,6 +66,11 @@ class RestExperiment(Experiment):
         return super()._fit(cfg, train, test)
 
 
+def goes_past_head(row: dict) -> bool:
+    """Does the message go on after the head (so the rest-of-message families have something to read)?"""
+    return bool(rest_of(cut(row.get("user"))).strip())
+
+
 def configs(additions, grid: F.Grid) -> tuple[Families, ...]:
     return tuple(Families(a, c) for a in additions for c in grid.c)
 
@@ -90,16 +96,21 @@ def main(argv=None) -> int:
         return 2
     grid = F.Grid()
     exp = RestExperiment(rows, args.variant)
-    long_ones = sum(1 for ids, base in zip(exp.ids_of["rest"], exp.ids_of["today"], strict=True) if ids != base)
-    print(f"{len(rows)} windows; {long_ones} have words after the head")
+    long_ones = [i for i, r in enumerate(rows) if goes_past_head(r)]
+    print(f"{len(rows)} windows; {len(long_ones)} go on after the head")
     out = {}
     for run, cfgs in runs(grid):
         result = exp.nested_cv(cfgs, grid, args.outer_folds)
         figures = {p: grouped_blocks(rows, d) for p, d in result["points"].items()}
         picks = Counter(f["config"] for f in result["folds"])
         print(f"\n## {run}\n" + markdown(figures) + f"\n\npicked per outer fold: {dict(picks)}")
+        subset = {
+            p: grouped_blocks([rows[i] for i in long_ones], [d[i] for i in long_ones])
+            for p, d in result["points"].items()
+        }
+        print(f"\n### {run}, only the windows that go on after the head\n" + markdown(subset))
         held_out = {str(r.get("id")): round(s, 6) for r, s in zip(rows, result["scores"], strict=True)}
-        out[run] = {"figures": figures, "folds": result["folds"], "held_out": held_out}
+        out[run] = {"figures": figures, "past_head": subset, "folds": result["folds"], "held_out": held_out}
         sys.stdout.flush()
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
