@@ -77,10 +77,27 @@ def held_out_stage1(data_dir: Path, rows: list[dict]):
     path = Path(tempfile.mkdtemp(prefix="stage2-")) / "detector.json"
     detect_model.dump(detect_fit.fit(train), path)
 
-    def run(w: Window, threshold: str):
-        return detect.detect(w.prev_user, w.prev_assistant, w.user, w.assistant, threshold=threshold, model_path=path)
+    def run(row: dict, threshold: str) -> bool:
+        w = window(row)
+        found = detect.detect(w.prev_user, w.prev_assistant, w.user, w.assistant, threshold=threshold, model_path=path)
+        return found.is_correction
 
     return run, len(train)
+
+
+def nested_cv_stage1(cv_json: Path):
+    """Stage 1 as the nested grouped CV decided each window (``ichor.detect_cv --json FILE``): every decision
+    made by a model and thresholds fitted without the window's repository."""
+    held = json.loads(cv_json.read_text(encoding="utf-8"))["held_out"]
+
+    def run(row: dict, threshold: str) -> bool:
+        return bool(held[row["id"]][threshold])
+
+    return run
+
+
+def shipped_stage1(row: dict, threshold: str) -> bool:
+    return stage1(window(row), threshold).is_correction
 
 
 def slice_of(row: dict) -> str:
@@ -88,7 +105,7 @@ def slice_of(row: dict) -> str:
     return "agent transcripts" if row["id"].startswith("l5-") else "aider logs"
 
 
-def score_by_slice(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) -> dict[str, dict]:
+def score_by_slice(rows: list[dict], answers: dict[str, str], stage1_fn=shipped_stage1) -> dict[str, dict]:
     """``score`` on every window, then on each slice."""
     report = {"all": score(rows, answers, stage1_fn)}
     for name in sorted({slice_of(r) for r in rows}):
@@ -96,14 +113,14 @@ def score_by_slice(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) 
     return report
 
 
-def score(rows: list[dict], answers: dict[str, str], stage1_fn=stage1) -> dict:
+def score(rows: list[dict], answers: dict[str, str], stage1_fn=shipped_stage1) -> dict:
     gold, first, candidates, alone, both = [], [], [], [], []
     for row in rows:
         found = parse_confirmation(answers[row["id"]])
         said = bool(found and found.is_correction)
-        candidate = stage1_fn(window(row), "candidate").is_correction
+        candidate = stage1_fn(row, "candidate")
         gold.append(row["kind"] != "none")
-        first.append(stage1_fn(window(row), "standalone").is_correction)
+        first.append(stage1_fn(row, "standalone"))
         candidates.append(candidate)
         alone.append(said)
         both.append(candidate and said)
@@ -133,6 +150,12 @@ def main(argv: list[str] | None = None) -> int:
     for p in sub.choices.values():
         p.add_argument("--n", type=int, default=250)
         p.add_argument("--data", type=Path, default=DATA, help="corrections-more.jsonl (default %(default)s)")
+    sub.choices["score"].add_argument(
+        "--cv",
+        type=Path,
+        help="stage 1 as decided by `python -m ichor.detect_cv … --json FILE` (default: one model "
+        "fitted on every window outside the sampled repositories)",
+    )
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.exit(2, f"stage2_by_hand: {args.data} is missing (the shared data is not here)\n")
@@ -152,8 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(
             2, f"stage2_by_hand: {len(missing)} sampled windows have no answer in {ANSWERS} (first: {missing[0]})\n"
         )
-    stage1_fn, trained = held_out_stage1(args.data.parent, rows)
-    print(f"stage 1 fitted on the other {trained} windows")
+    if args.cv:
+        stage1_fn = nested_cv_stage1(args.cv)
+        print(f"stage 1: the nested grouped CV's held-out decisions in {args.cv}")
+    else:
+        stage1_fn, trained = held_out_stage1(args.data.parent, rows)
+        print(f"stage 1 fitted on the other {trained} windows")
     for part, report in score_by_slice(rows, answers, stage1_fn).items():
         print(
             f"\n{part}: n {report['n']} windows, {report['repositories']} repositories, {report['positives']} positive"

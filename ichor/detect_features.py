@@ -5,7 +5,8 @@ Three families, all binary and named by strings so the shipped weights are a rea
 * word unigrams/bigrams of the head of the user's message (CJK characters count as words);
 * word classes and shape of the message and of how it relates to the previous turn (pasted error,
   overlap with the previous request and answer, question form, length, script), and the hand rules;
-* words at the start of the assistant's reply to it, when that reply is known.
+* words at the start of the assistant's reply to it, when that reply is known;
+* optionally, words and shape of the rest of the message after its head (``EXTRA_FAMILIES``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,18 @@ from .detect_rules import (
     reply_rule_hits,
     rule_hits,
 )
-from .detect_text import ASSISTANT_HEAD, PREV_HEAD, USER_HEAD, Window, bucket, jaccard, tokens
+from .detect_text import (
+    ASSISTANT_HEAD,
+    HEAD_TOKENS,
+    PREV_HEAD,
+    USER_HEAD,
+    Window,
+    bucket,
+    jaccard,
+    rest_of,
+    tail_of,
+    tokens,
+)
 
 # Word classes of the user's message and of the start of the new answer.  Classes generalise across
 # logs far better than raw phrases, which is what the learned layer mostly weighs.
@@ -66,6 +78,10 @@ def _classes(toks: list[str], table: dict) -> dict[str, int]:
 
 
 FAMILIES = ("words", "shape", "reply")
+# The rest of a long message, after the head the words family reads (docs/detector.md, "the rest of the message").
+EXTRA_FAMILIES = ("tail", "rest", "tail_shape")
+TAIL_TOKENS = 40
+REST_TOKENS = 400 - HEAD_TOKENS
 # Rules that read the assistant's new reply belong to the reply family: absent when the reply is unknown.
 REPLY_RULES = ("ack", "echo")
 
@@ -80,6 +96,43 @@ def features(w: Window, families: tuple[str, ...] = FAMILIES) -> list[str]:
         feats += shape_features(w, u_toks)
     if "reply" in families and w.assistant.strip():
         feats += reply_features(w)
+    if any(f in families for f in EXTRA_FAMILIES):
+        feats += rest_features(rest_of(w.user), families)
+    return feats
+
+
+def rest_features(rest: str, families: tuple[str, ...]) -> list[str]:
+    """Words and shape of the message after its head, each family under its own prefix."""
+    if not rest.strip():
+        return []
+    feats = []
+    tail = tail_of(rest)
+    tail_toks = tokens(tail, len(tail))
+    if len(tail) < len(rest) and rest[-len(tail) - 1].isalnum() and tail[:1].isalnum():
+        tail_toks = tail_toks[1:]  # the cut fell inside a word
+    tail_toks = tail_toks[-TAIL_TOKENS:]
+    if "tail" in families:
+        feats += ["tail:" + t for t in tail_toks]
+        feats += [f"tail2:{a}_{b}" for a, b in zip(tail_toks, tail_toks[1:], strict=False)]
+    if "rest" in families:
+        feats += ["rest:" + t for t in tokens(rest, REST_TOKENS)]
+    if "tail_shape" in families:
+        feats += tail_shape_features(tail, tail_toks)
+    return feats
+
+
+def tail_shape_features(tail: str, tail_toks: list[str]) -> list[str]:
+    """Where a long message ends: its word classes, a pasted error, a question, a code block."""
+    feats = ["tl:" + k for k in _classes(tail_toks, _LEX_RE)]
+    if has_error_shape(tail):
+        feats.append("tail_err_shape")
+    if _ERROR_WORD.search(tail.lower()):
+        feats.append("tail_err_word")
+    end = tail.rstrip()[-160:]
+    if "?" in end or "\uff1f" in end:
+        feats.append("tail_question")
+    if "```" in tail:
+        feats.append("tail_code_block")
     return feats
 
 

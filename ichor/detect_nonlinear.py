@@ -79,10 +79,11 @@ class Experiment:
     def fit_score(self, cfg, train: list[int], test: list[int]) -> list[float]:
         key = (cfg, tuple(train), tuple(test))
         if key not in self._memo:
-            self._memo[key] = (
-                self._lr(cfg, train, test) if isinstance(cfg, F.Config) else self._trees(cfg, train, test)
-            )
+            self._memo[key] = self._fit(cfg, train, test)
         return self._memo[key]
+
+    def _fit(self, cfg, train: list[int], test: list[int]) -> list[float]:
+        return self._lr(cfg, train, test) if isinstance(cfg, F.Config) else self._trees(cfg, train, test)
 
     def _lr(self, cfg: F.Config, train, test, ids=None) -> list[float]:
         ids = ids or self.ids
@@ -190,7 +191,7 @@ def estimator(cfg: Trees):
 
 
 def config_name(cfg) -> str:
-    return cfg.name if isinstance(cfg, Trees) else f"lr/C={cfg.c}"
+    return cfg.name if hasattr(cfg, "name") else f"lr/C={cfg.c}"
 
 
 def runs(lr_configs: tuple, per_family: bool) -> list[tuple[str, tuple]]:

@@ -14,6 +14,8 @@ MAX_CHARS = 20000
 USER_HEAD = 600
 ASSISTANT_HEAD = 240
 PREV_HEAD = 2000
+HEAD_TOKENS = 60  # the message's words stage 1 reads: the first 60 tokens within USER_HEAD characters
+TAIL_CHARS = 600
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,21 @@ def tokens(text: str, limit: int) -> list[str]:
         if len(out) >= limit:
             break
     return out
+
+
+def rest_of(text: str) -> str:
+    """The message after its head (the first HEAD_TOKENS tokens within USER_HEAD characters); "" for most."""
+    end = min(len(text), USER_HEAD)
+    for n, m in enumerate(_TOKEN.finditer(text[:USER_HEAD].lower()), 1):
+        if n == HEAD_TOKENS:
+            end = m.end()
+            break
+    return text[end:]
+
+
+def tail_of(rest: str) -> str:
+    """The end of the rest that the tail features read: its last TAIL_CHARS characters."""
+    return rest[-TAIL_CHARS:]
 
 
 def jaccard(a: set, b: set) -> float:

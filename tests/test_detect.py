@@ -300,3 +300,39 @@ def test_card_decisions_feed_the_profiles_refit(tmp_path):
     assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
     commands.run_chat(store, "forget-all yes")
     assert detect_refit.load_decisions(store) == []
+
+
+LONG_SPEC = "Here is the plan for the page layout and the colours we agreed on earlier today. " * 8
+
+
+def test_rest_of_a_message_is_what_follows_its_head():
+    from ichor.detect_text import HEAD_TOKENS, rest_of, tokens
+
+    assert rest_of("it still fails") == ""
+    message = " ".join(f"word{i}" for i in range(100))
+    rest = rest_of(message)
+    assert tokens(rest, 100) == [f"word{i}" for i in range(HEAD_TOKENS, 100)]
+
+
+def test_tail_families_read_the_end_of_a_long_message_only():
+    from ichor.detect_features import FAMILIES, features
+
+    long_window = D.Window.of(REQUEST, CODE_ANSWER, LONG_SPEC + "but it still fails?", "")
+    extra = ("words", "shape", "tail", "rest", "tail_shape")
+    names = features(long_window, extra)
+    assert "tail:still" in names and "tail2:still_fails" in names and "rest:fails" in names
+    assert "tl:still" in names and "tail_question" in names
+    assert "w:still" not in names  # the head has no "still": the tail is a family of its own
+    assert not any(n.startswith(("tail", "rest:", "tl:")) for n in features(long_window, FAMILIES))
+    short_window = D.Window.of(REQUEST, CODE_ANSWER, "but it still fails?", "")
+    assert not any(n.startswith(("tail", "rest:", "tl:")) for n in features(short_window, extra))
+
+
+def test_tail_shape_finds_an_error_pasted_at_the_end():
+    from ichor.detect_features import features
+
+    pasted = LONG_SPEC + "\nTraceback (most recent call last):\n  File \"parser.py\", line 3\nNameError: name 'x'"
+    names = features(D.Window.of(REQUEST, CODE_ANSWER, pasted, ""), ("words", "shape", "tail", "tail_shape"))
+    assert "tail_err_shape" in names and "tail_err_word" in names
+    plain = features(D.Window.of(REQUEST, CODE_ANSWER, LONG_SPEC, ""), ("words", "shape", "tail", "tail_shape"))
+    assert "tail_err_shape" not in plain

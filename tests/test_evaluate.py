@@ -196,3 +196,31 @@ def test_nonlinear_experiment_stacks_an_out_of_fold_score_and_no_words_in_the_de
     assert [stacked_train[i] for i in held] == pytest.approx(expected, abs=1e-12)
     scores = exp.fit_score(TREE_CONFIGS[0], train, test)
     assert len(scores) == 40 and all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_rest_experiments_baseline_is_the_shipped_nested_cv():
+    pytest.importorskip("sklearn", reason="the experiment fits models: needs the fit extra")
+    from ichor import detect_cv, detect_fit
+    from ichor.detect_rest import RestExperiment, configs
+
+    rows, grid = _noisy_rows(), detect_fit.Grid(c=(0.3, 1.0), inner_folds=2)
+    shipped = detect_cv.nested_cv(rows, "reply", grid, outer_folds=3)
+    mine = RestExperiment(rows, "reply").nested_cv(configs(["today"], grid), grid, outer_folds=3)
+    assert mine["points"] == shipped["points"]
+    assert mine["scores"] == pytest.approx(shipped["scores"], abs=1e-9)
+    assert {f["config"] for f in mine["folds"]} <= {"today/C=0.3", "today/C=1.0"}
+
+
+def test_rest_experiment_fits_each_family_set_on_its_own_features():
+    pytest.importorskip("sklearn", reason="the experiment fits models: needs the fit extra")
+    from ichor.detect_rest import Families, RestExperiment
+
+    rows = _noisy_rows()
+    for row in rows[::2]:
+        row["user"] = "Here is what I did and what I saw on the page after that. " * 8 + row["user"]
+    exp = RestExperiment(rows, "reply")
+    assert exp.ids_of["today"] == exp.ids
+    assert exp.ids_of["tail"][0] != exp.ids_of["today"][0] and exp.ids_of["tail"][1] == exp.ids_of["today"][1]
+    train, test = list(range(80)), list(range(80, 120))
+    today, tail = exp.fit_score(Families("today", 0.3), train, test), exp.fit_score(Families("tail", 0.3), train, test)
+    assert today != pytest.approx(tail)

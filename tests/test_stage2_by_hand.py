@@ -55,3 +55,14 @@ def test_slices_split_agent_transcripts_from_aider_logs():
     assert set(report) == {"all", "aider logs", "agent transcripts"}
     assert (report["all"]["n"], report["aider logs"]["n"], report["agent transcripts"]["n"]) == (14, 12, 2)
     assert report["agent transcripts"]["stage2 alone"]["recall"]["k"] == 2
+
+
+def test_nested_cv_decisions_are_read_per_window_id(tmp_path):
+    held = {r["id"]: {"score": 0.5, "standalone": False, "candidate": r["kind"] != "none"} for r in DATA}
+    cv = tmp_path / "cv.json"
+    cv.write_text(json.dumps({"held_out": held}))
+    answers = {r["id"]: json.dumps({"kind": "correction"}) for r in DATA}
+    report = s2.score(DATA, answers, s2.nested_cv_stage1(cv))
+    assert report["stage1 standalone"]["recall"]["k"] == 0
+    both = report["stage1 candidate and stage2"]
+    assert (both["precision"]["k"], both["precision"]["n"], both["recall"]["n"]) == (8, 8, 8)
