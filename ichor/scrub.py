@@ -42,7 +42,9 @@ from .scrub_layouts import (
     find_option_values,
     find_other_layouts,
     find_pgpass_passwords,
+    find_stdin_secrets,
     find_table_values,
+    find_url_token_users,
 )
 from .scrub_names import EXPRESSION, NAME_GATE, find_assignments
 from .scrub_values import has_digit, kept_value, looks_like_credential
@@ -287,9 +289,8 @@ _NEXT_WORD = r"""(?:[ \t]+|["'][ \t]*,[ \t]*["'])"""  # the next word, or the ne
 # before a name is checked afterwards.
 _GLUED_P_COMMAND = re.compile(r"(?:mysql|mysqldump|mysqladmin|mariadb|mysqlsh)\b")
 _SPACED_P_COMMAND = re.compile(
-    r"(?:twine|sshpass|(?:docker|podman|nerdctl|buildah|skopeo)NEXTlogin|helmNEXTregistryNEXTlogin|smbclient)\b".replace(
-        "NEXT", _NEXT_WORD
-    )
+    r"(?:twine|sshpass|(?:docker|podman|nerdctl|buildah|skopeo|az|oc|cf)NEXTlogin|helmNEXTregistryNEXTlogin|"
+    r"smbclient|mongosh|mongo)\b".replace("NEXT", _NEXT_WORD)
 )
 # redis-cli -a PASSWORD (elsewhere -a means "all" or "append").
 _CLI_A = re.compile(rf"-a(?<=\s-a)[ \t]+(?P<redis>{_SECRET_WORD})")
@@ -446,6 +447,8 @@ LAYOUT_RULE = Rule("env_secret", find_other_layouts, gate=NAME_GATE, checks_valu
 PGPASS_RULE = Rule("env_secret", find_pgpass_passwords, gate=(":",), checks_values=True, settles=True)
 AUTHORIZATION_RULE = Rule("bearer", find_authorization, gate=("authorization",), checks_values=True, settles=True)
 COOKIE_RULE = Rule("bearer", find_cookies, gate=("cookie", "-b"), checks_values=True, settles=True)
+URL_USER_RULE = Rule("url_password", find_url_token_users, gate=("://",), checks_values=True, settles=True)
+STDIN_RULE = Rule("cli_secret", find_stdin_secrets, gate=("--password-stdin",), checks_values=True, settles=True)
 OPTION_RULE = Rule("cli_secret", find_option_values, gate=NAME_GATE, checks_values=True, settles=True)
 
 
@@ -731,7 +734,17 @@ def _rule_sets() -> _RuleSets:
     """Every rule, built on first use: reading the catalogue and compiling its gate is the costly part of import."""
     rows = scrub_catalogue.rows()
     catalogue = tuple(Rule(r.kind, r.find, r.keywords, checks_values=True) for r in rows)
-    layouts = (ENV_RULE, TABLE_RULE, LAYOUT_RULE, PGPASS_RULE, OPTION_RULE, AUTHORIZATION_RULE, COOKIE_RULE)
+    layouts = (
+        ENV_RULE,
+        TABLE_RULE,
+        LAYOUT_RULE,
+        PGPASS_RULE,
+        OPTION_RULE,
+        STDIN_RULE,
+        AUTHORIZATION_RULE,
+        COOKIE_RULE,
+        URL_USER_RULE,
+    )
     rules = SECRET_RULES + catalogue + layouts + PII_RULES
     leak = tuple(r for r in SECRET_RULES if r.kind in LEAK_KINDS) + tuple(
         rule for rule, row in zip(catalogue, rows, strict=True) if not row.named

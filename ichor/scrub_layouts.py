@@ -112,6 +112,12 @@ _NETRC_PASSWORD = re.compile(
 )
 # The element of a markup file: <password>X</password> (Maven's settings.xml, a SOAP body, a .NET config).
 _ELEMENT = re.compile(r"<(?P<name>[A-Za-z][\w.:-]{0,60})>(?!\[REDACTED)(?P<value>[^<\n]{1,1024})</(?P=name)>")
+# An element whose name attribute names the secret: <param name="token">X</param>, <entry key="password">X</entry>.
+_NAMED_ELEMENT = re.compile(
+    r"""<(?P<tag>[A-Za-z][\w.:-]{0,60})[ \t][^<>\n]{0,200}?(?:name|key)="""
+    r"""["'](?P<name>[A-Za-z][A-Za-z0-9_.-]{0,80})["']"""
+    r"""[^<>\n]{0,200}?>(?!\[REDACTED)(?P<value>[^<\n]{1,1024})</(?P=tag)>"""
+)
 # A name and a value as two fields of one record: Kubernetes' and ECS' env lists (- name: X / value: Y,
 # {"name": "X", "value": "Y"}) and .NET's <add key="X" value="Y"/>.
 _NAME_VALUE_FIELDS = re.compile(
@@ -156,7 +162,7 @@ def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
     quote = text[start] if text[start] in "\"'" else None
     if quote:
         start, end = start + 1, end - 1
-    elif m.re is _ELEMENT:
+    elif m.re is _ELEMENT or m.re is _NAMED_ELEMENT:
         quote = "<"
     return assignment_value(text, m.group("name"), strength, operator, start, end, quote)
 
@@ -190,7 +196,12 @@ def _setter_value(m: re.Match) -> tuple[int, int] | None:
 def find_other_layouts(text: str) -> Iterator[tuple[int, int]]:
     spans = [
         span
-        for pattern, operator in ((_SPACED_LINE, ":"), (_ELEMENT, "="), (_NAME_VALUE_FIELDS, "="))
+        for pattern, operator in (
+            (_SPACED_LINE, ":"),
+            (_ELEMENT, "="),
+            (_NAMED_ELEMENT, "="),
+            (_NAME_VALUE_FIELDS, "="),
+        )
         for m in pattern.finditer(text)
         if (span := _named_value(m, operator)) is not None
     ]
@@ -241,6 +252,41 @@ def find_cookies(text: str) -> Iterator[tuple[int, int]]:
             value = cookie.group("value")
             if len(value) >= 12 and has_digit_and_letter(value) and not kept_value(value):
                 yield offset + cookie.start("value"), offset + cookie.end("value")
+
+
+# A token as a URL's user, with no password: https://TOKEN@github.com/org/repo.git.
+_URL_TOKEN_USER = re.compile(
+    r"://(?<=[A-Za-z0-9+.-]://)(?!\[REDACTED)(?P<token>[A-Za-z0-9._~%+-]{16,256})@(?=[A-Za-z0-9])"
+)
+# A secret piped into a command that reads it from stdin: echo X | docker login --password-stdin, and <<< X.
+_PIPED_SECRET = re.compile(
+    r"""echo(?<![\w-]echo)[ \t]+(?:-n[ \t]+)?(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s|;&]{1,256})"""
+    r"""[ \t]*\|[^|\n]{0,200}?--password-stdin"""
+)
+_HERE_STRING_SECRET = re.compile(
+    r"""--password-stdin[^<\n]{0,200}?<<<[ \t]*(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|\S{1,256})"""
+)
+
+
+def find_url_token_users(text: str) -> Iterator[tuple[int, int]]:
+    """A URL's user that is a credential (long, with a digit or mixed case), not a person's name."""
+    for m in _URL_TOKEN_USER.finditer(text):
+        if looks_like_credential(m.group("token")) and not kept_value(m.group("token")):
+            yield m.span("token")
+
+
+def find_stdin_secrets(text: str) -> Iterator[tuple[int, int]]:
+    spans = []
+    for pattern in (_PIPED_SECRET, _HERE_STRING_SECRET):
+        for m in pattern.finditer(text):
+            start, end = m.span("value")
+            if text[start] in "\"'":
+                start, end = start + 1, end - 1
+            if not kept_value(text[start:end]):
+                spans.append((start, end))
+    yield from sorted(spans)
 
 
 # --- a secret-named option's value in the next word or list element ---------------------------------------

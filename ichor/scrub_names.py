@@ -64,6 +64,9 @@ _TYPE_ANNOTATION = re.compile(r"[A-Za-z_&][\w<>\[\]., &|?']{0,60}?[ \t]+=(?![=>]
 _YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
 # Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
 _BARE_END = re.compile(r"[\s\"'`,;]")
+# A YAML block scalar: "|" or ">" (with a chomping or indent indicator) ending the line, the value on the next,
+# indented line.
+_YAML_BLOCK = re.compile(r"[|>][+-]?[0-9]?[ \t]*\r?\n[ \t]+(?P<value>\S)")
 _DQ_END = re.compile(r"[\"\n]")
 _SQ_END = re.compile(r"['\n]")
 # Operators examined within one run of value text: deeper nesting than this is not an assignment anyone wrote,
@@ -112,7 +115,11 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
             if text.startswith(_REMOVED, start):
                 continue  # the value is already a placeholder (the engine's second pass)
             first = text[start] if start < size else ""
+        if operator == ":" and first in "|>" and (block := _YAML_BLOCK.match(text, start)):
+            start, first = block.start("value"), block.group("value")[:1]  # PASSWORD: >-, then the value below
         quote = first if first and first in "\"'" else None
+        if quote and text.startswith(quote * 3, start):
+            start += 2  # a triple-quoted string: """VALUE"""; the value is taken from its third quote
         end = ends[quote](start + 1) if quote else ends["bare"](start)
         in_run = in_run + 1 if end == run_end else 1
         run_end = end

@@ -382,3 +382,41 @@ def test_provider_urls_and_tokens_without_a_name_are_removed():
 def test_base64_padding_after_a_colon_is_not_a_type_annotation():
     value = "c2VjcmV0LXZhbHVlLTQy" + RNG.choice(["=", "=="])
     assert_removed(f"data:\n  db-password: {value}\n", value)
+
+
+# --- a token as a URL's user, piped secrets, more clients' -p, named elements, triple quotes, YAML blocks ---
+
+MORE_SHAPES = [
+    "git remote add origin https://{t}@github.com/org/repo.git",
+    "echo {v} | docker login -u bot --password-stdin ghcr.io",
+    "docker login -u bot --password-stdin <<< '{v}'",
+    "az login --service-principal -u app-id -p {v} --tenant corp",
+    "oc login -u dev -p {v} https://api.cluster.internal:6443",
+    "mongosh -u admin -p {v} --authenticationDatabase admin",
+    '<param name="token">{v}</param>',
+    '<entry key="db.password">{v}</entry>',
+    'password = """{v}"""',
+    "credentials:\n  password: >-\n    {v}\n  user: app\n",
+]
+
+
+@pytest.mark.parametrize("shape", MORE_SHAPES)
+def test_more_layouts_lose_their_secret(shape):
+    value, long_token = secret(), token()
+    assert_removed(shape.format(v=value, t=long_token), value, long_token)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "git clone https://github.com/org/repo.git",
+        "https://firstname.lastname@corp.example.com/wiki",
+        "echo $CR_PAT | docker login ghcr.io -u bot --password-stdin",
+        "mongosh -p 27017",
+        '<param name="timeout">30</param>',
+        'doc = """\nthe password is used here\n"""',
+        "description: |\n  the token is stored in the vault\n",
+    ],
+)
+def test_more_layouts_without_a_secret_stay(text):
+    assert scrub(text).text == text
