@@ -319,6 +319,11 @@ def hostile_texts() -> dict[str, str]:
         "authorization": "Authorization: Token Xy7abc9q1234abcd\n" * (n // 38),
         "pgpass-lines": "db:5432:app:bob:Xy7abc9q!\n" * (n // 26),
         "colons": "a:1:" * (n // 4),
+        "url-token-users": "https://Xy7abc9q1234abcdef@h/ " * (n // 29),
+        "piped-secrets": "echo Xy7abc9q | login --password-stdin " * (n // 40),
+        "triple-quotes": 'password = """' * (n // 14),
+        "yaml-blocks": "password: |\n  " * (n // 15),
+        "calls": 'set_password("Xy7abc9q!") ' * (n // 27),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),
