@@ -324,6 +324,8 @@ def hostile_texts() -> dict[str, str]:
         "triple-quotes": 'password = """' * (n // 14),
         "yaml-blocks": "password: |\n  " * (n // 15),
         "calls": 'set_password("Xy7abc9q!") ' * (n // 27),
+        "tilde-homes": "~a/" * (n // 3),
+        "zsh-prompts": "a@b ~ % \n" * (n // 9),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),

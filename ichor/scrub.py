@@ -632,10 +632,11 @@ def _home_user(m: re.Match) -> tuple[int, int] | None:
     return m.span("user") if _personal_user(m) else None
 
 
-# A shell prompt at the start of a line: "priya@devbox:~$", "(venv) priya@devbox:/srv$", "[priya@web-01 app]$".
+# A shell prompt at the start of a line: "priya@devbox:~$", "(venv) priya@devbox:/srv$", "[priya@web-01 app]$",
+# zsh's "priya@MacBook-Pro ~ %".
 _PROMPT = re.compile(
     r"^[ \t]*(?:\([\w.-]{1,40}\)[ \t]*)?\[?(?P<user>[A-Za-z_][A-Za-z0-9_.-]{0,31})@[A-Za-z0-9][A-Za-z0-9.-]{0,62}"
-    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\])[$#%](?=[ \t]|\r?\n|\Z)",
+    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\]|[ \t]+[~/][^\s$#%@:]{0,200}[ \t]+)[$#%](?=[ \t]|\r?\n|\Z)",
     re.MULTILINE,
 )
 
@@ -692,6 +693,12 @@ PII_RULES: tuple[Rule, ...] = (
             _group("user", _personal_user),
         ),
         gate=("users",),
+    ),
+    Rule(
+        "home_path",
+        # ~priya/bin: a user's home folder by the shell's tilde (~/ alone names no one).
+        _finder(re.compile(r"~(?<![\w~\[\]]~)(?P<user>[a-z_][a-z0-9_.-]{0,31})(?=/)"), _group("user", _personal_user)),
+        gate=("~",),
     ),
     Rule("iban", scrub_pii.find_ibans),
     Rule("card", scrub_pii.find_cards),

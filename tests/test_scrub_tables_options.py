@@ -420,3 +420,23 @@ def test_more_layouts_lose_their_secret(shape):
 )
 def test_more_layouts_without_a_secret_stay(text):
     assert scrub(text).text == text
+
+
+# --- PII: zsh prompts and ~user homes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("(base) priya@MacBook-Pro ~ % ls", "(base) [USER]@MacBook-Pro ~ % ls"),
+        ("dmitri@ws-22 /srv/app % make", "[USER]@ws-22 /srv/app % make"),
+        ("cp ~akosua/notes.txt .", "cp ~[USER]/notes.txt ."),
+    ],
+)
+def test_a_user_name_in_a_zsh_prompt_or_a_tilde_home_is_removed(text, expected):
+    assert scrub(text).text == expected
+
+
+@pytest.mark.parametrize("text", ["cd ~/src", "ls ~root/.ssh", "about ~5min/day", "HEAD~1/x"])
+def test_tilde_paths_that_name_no_one_stay(text):
+    assert scrub(text).text == text
