@@ -23,8 +23,8 @@ from .scrub_values import has_digit_and_letter, kept_value, looks_generated, loo
 _TABLE_LINE = re.compile(r"^(?:[^\n|]*\|[^\n]*|[ \t]*[-+:| \t]*-{2,}[-+:| \t]*$)", re.MULTILINE)
 _SEPARATOR_ROW = re.compile(r"[ \t]*[|+]?(?:[ \t]*:?-{2,}:?[ \t]*(?:\||\+|$))+[ \t]*\Z")
 _CELL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_. -]{0,59}")
-_CELL_DECORATION = " \t*`"
-_WHITESPACE = re.compile(r"\s")  # bold or code marks around a name: **DB password**, `api_key`
+_CELL_DECORATION = " \t*`"  # padding, and bold or code marks around a name: **DB password**, `api_key`
+_WHITESPACE = re.compile(r"\s")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -254,6 +254,8 @@ def find_cookies(text: str) -> Iterator[tuple[int, int]]:
                 yield offset + cookie.start("value"), offset + cookie.end("value")
 
 
+# --- credentials handed to a command: a URL's token user, a secret piped to --password-stdin ---------------
+
 # A token as a URL's user, with no password: https://TOKEN@github.com/org/repo.git.
 _URL_TOKEN_USER = re.compile(
     r"://(?<=[A-Za-z0-9+.-]://)(?!\[REDACTED)(?P<token>[A-Za-z0-9._~%+-]{16,256})@(?=[A-Za-z0-9])"
@@ -278,6 +280,7 @@ def find_url_token_users(text: str) -> Iterator[tuple[int, int]]:
 
 
 def find_stdin_secrets(text: str) -> Iterator[tuple[int, int]]:
+    """A literal echoed into, or here-stringed to, a command that reads its password from stdin ($VARs stay)."""
     spans = []
     for pattern in (_PIPED_SECRET, _HERE_STRING_SECRET):
         for m in pattern.finditer(text):
