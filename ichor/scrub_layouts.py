@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from .scrub_names import EXPRESSION, NAME_GATE_RE, assignment_value, name_strength
-from .scrub_values import has_digit_and_letter, kept_value, looks_generated, looks_like_credential
+from .scrub_values import has_digit_and_letter, kept_value, looks_generated, looks_like_credential, looks_random
 
 # --- a secret-named table cell's value in the next cell, or in the cells of a secret-named column ------------
 
@@ -46,6 +46,8 @@ def _cell_value(text: str, start: int, end: int, name: str, strength: str) -> tu
         start, end = start + 1, end - 1
     if start == end or text.startswith("[REDACTED", start) or _WHITESPACE.search(text, start, end):
         return None  # empty, already removed, or words: "see the vault", "min 12 characters"
+    if not looks_random(text[start:end]):
+        return None  # | Secret | kubernetes.io/tls |: a type, a path, a word
     return assignment_value(text, name, strength, ":", start, end, None)
 
 
@@ -164,6 +166,8 @@ def _named_value(m: re.Match, operator: str) -> tuple[int, int] | None:
         start, end = start + 1, end - 1
     elif m.re is _ELEMENT or m.re is _NAMED_ELEMENT:
         quote = "<"
+    elif m.re is _SPACED_LINE and not looks_random(text[start:end]):
+        return None  # "secret kubernetes.io/tls", "token not-set": words, not a value
     return assignment_value(text, m.group("name"), strength, operator, start, end, quote)
 
 
@@ -177,7 +181,7 @@ def _call_value(m: re.Match, name: str) -> tuple[int, int] | None:
     value = m.string[start:end]
     if strength == "weak" and not (len(value) >= 8 and has_digit_and_letter(value)):
         return None  # define('AUTH_KEY', ...) holds a secret; a generic *_KEY only a generated one
-    return (start, end) if looks_generated(value) and not kept_value(value) else None
+    return (start, end) if looks_random(value) and not kept_value(value) else None
 
 
 def _setter_value(m: re.Match) -> tuple[int, int] | None:

@@ -145,6 +145,22 @@ def looks_generated(value: str) -> bool:
     return len(value) >= 6 and (has_digit(value) or _SYMBOL.search(value) is not None)
 
 
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+_STRONG_SYMBOL = re.compile(r"[!@#$%^&*+=~?]")
+
+
+def looks_random(value: str) -> bool:
+    """Stricter than ``looks_generated``, for a value with no operator to vouch for it (a table cell, a line's
+    second word, a call's argument): a digit, a symbol no path or name has, or punctuation in a mixed-case word.
+    "kubernetes.io/tls", "not-set", "dev-secret-key" and "Passwort" are words."""
+    if len(value) < 6:
+        return False
+    if has_digit(value) or _STRONG_SYMBOL.search(value):
+        return True
+    return _SYMBOL.search(value) is not None and _UPPER.search(value) is not None and _LOWER.search(value) is not None
+
+
 def looks_like_credential(token: str) -> bool:
     """Long enough, with a digit or mixed case: a token, not a word after "Bearer" or "Authorization:"."""
     return len(token) >= 16 and (has_digit(token) or (token.lower() != token and token.upper() != token))

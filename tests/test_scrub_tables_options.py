@@ -440,3 +440,17 @@ def test_a_user_name_in_a_zsh_prompt_or_a_tilde_home_is_removed(text, expected):
 @pytest.mark.parametrize("text", ["cd ~/src", "ls ~root/.ssh", "about ~5min/day", "HEAD~1/x"])
 def test_tilde_paths_that_name_no_one_stay(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "| Secret | kubernetes.io/tls |",
+        "| token | not-set |",
+        "secret kubernetes.io/dockerconfigjson",
+        'os.environ.get("API_TOKEN", "not-set")',
+        'os.getenv("SECRET_KEY", "dev-secret-key")',
+    ],
+)
+def test_words_joined_by_punctuation_are_not_values_without_an_operator(text):
+    assert scrub(text).text == text
