@@ -8,6 +8,7 @@ and are kept.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 
@@ -105,10 +106,51 @@ def _valid_card(digits: str) -> bool:
 def find_cards(text: str) -> Iterator[tuple[int, int]]:
     valid = _remembered(_valid_card)
     for m in _CARD.finditer(text):
-        if len({c for c in m.group(0) if not c.isdigit()}) > 1:
+        candidate = m.group(0)
+        if len({c for c in candidate if not c.isdigit()}) > 1:
             continue  # mixed separators: not how a card number is written
-        if valid(_digits(m.group(0))):
+        digits = _digits(candidate)
+        if not _CARD_ISSUER.match(digits):
+            continue  # no network starts so, and every shorter run starts the same way
+        if valid(digits):
             yield m.span()
+            continue
+        passing = _luhn_lengths(digits) if len(digits) > 13 else frozenset()
+        for length, count in _group_prefixes(candidate):
+            if count in passing and valid(digits[:count]):
+                yield m.start(), m.start() + length
+                break
+
+
+def _group_prefixes(candidate: str) -> Iterator[tuple[int, int]]:
+    """(characters, digits) of each shorter run of whole groups with 13 or more digits, longest first. The
+    pattern is greedy, so "6011 6604 8764 7591 0" (a card, then a 0) is one run of 17 digits."""
+    digits = sum(c.isdigit() for c in candidate)
+    for i in range(len(candidate) - 1, 0, -1):
+        if candidate[i].isdigit():
+            digits -= 1
+        elif digits >= 13:
+            yield i, digits
+
+
+_DOUBLED = tuple(sum(divmod(2 * d, 10)) for d in range(10))
+
+
+@functools.lru_cache(maxsize=1024)
+def _luhn_lengths(digits: str) -> frozenset[int]:
+    """The prefix lengths of ``digits`` whose Luhn sum is a multiple of 10, all in one pass: a cheap filter, so
+    stdnum's check runs once per candidate instead of once per prefix."""
+    # Luhn doubles every second digit counted from the right: for a prefix of length n, the digits at positions
+    # of the other parity than n - 1. Two running sums, one per parity, serve every prefix.
+    doubled_odd = doubled_even = 0
+    passing = set()
+    for i, c in enumerate(digits):
+        d = ord(c) - 48
+        doubled_odd += _DOUBLED[d] if i % 2 else d
+        doubled_even += d if i % 2 else _DOUBLED[d]
+        if (doubled_odd if i % 2 == 0 else doubled_even) % 10 == 0:
+            passing.add(i + 1)
+    return frozenset(passing)
 
 
 def _iban_checker() -> Callable[[str], bool]:

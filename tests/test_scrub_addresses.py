@@ -45,3 +45,28 @@ def test_ipv4_addresses_are_kept_exactly_where_ipaddress_says_they_identify_no_o
             continue  # version-shaped: 1.2.3.4 is kept whatever it is
         kept = scrub(f"host {address} up").text == f"host {address} up"
         assert kept == _ipv4_kept_by_ipaddress(address), address
+
+
+def test_the_luhn_prefix_filter_agrees_with_stdnum():
+    from stdnum import luhn
+
+    from ichor.scrub_pii import _luhn_lengths
+
+    rng = random.Random(7)
+    for _ in range(5000):
+        digits = "".join(rng.choice("0123456789") for _ in range(rng.randint(1, 22)))
+        assert _luhn_lengths(digits) == {n for n in range(1, len(digits) + 1) if luhn.is_valid(digits[:n])}
+
+
+@pytest.mark.parametrize("after", [" 0", " 12", "-7", " 3 4"])
+def test_a_card_followed_by_another_number_is_still_removed(after):
+    from stdnum import luhn
+
+    rng = random.Random(after)
+    body = "4" + "".join(rng.choice("0123456789") for _ in range(14))
+    number = body + luhn.calc_check_digit(body)
+    grouped = " ".join(number[i : i + 4] for i in range(0, 16, 4))
+    separator = "-" if after.startswith("-") else " "
+    text = f"pay with {grouped.replace(' ', separator)}{after}"
+    out = scrub(text).text
+    assert grouped.replace(" ", separator) not in out and "[CARD]" in out
