@@ -61,7 +61,8 @@ _NAME_REVERSED = re.compile(
 # space before it, unlike base64 padding (db-password: c2VjcmV0=).
 _TYPE_ANNOTATION = re.compile(r"[A-Za-z_&][\w<>\[\]., &|?']{0,60}?[ \t]+=(?![=>])[ \t]*")
 # A YAML anchor or tag before a value.
-_YAML_DECORATION = re.compile(r"(?:[&!][^\s]{0,40}[ \t]+)+")
+# Tags and anchors are names (!!binary, !Ref, &db_pw), unlike a password that starts with "!" or "&" (!0UFtry...).
+_YAML_DECORATION = re.compile(r"(?:(?:!!?[A-Za-z][A-Za-z_.:/-]{0,30}|&[A-Za-z_][\w-]{0,40})[ \t]+)+")
 # Where a value ends. Values are not cut at any length: a session token can run past 1,000 characters.
 _BARE_END = re.compile(r"[\s\"'`,;]")
 # A YAML block scalar: "|" or ">" (with a chomping or indent indicator) ending the line, the value on the next,
@@ -111,6 +112,8 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
             start, operator = annotation.end(), "="  # token: string = VALUE: the value is after the type
             first = text[start] if start < size else ""
         if first in "&!" and operator == ":" and (decoration := _YAML_DECORATION.match(text, start)):
+            if decoration.group(0).startswith("!secret "):
+                continue  # Home Assistant's "password: !secret db_password" names an entry of secrets.yaml
             start = decoration.end()  # password: &anchor VALUE, secret: !!binary VALUE
             if text.startswith(_REMOVED, start):
                 continue  # the value is already a placeholder (the engine's second pass)

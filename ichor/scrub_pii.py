@@ -61,7 +61,7 @@ _NATIONAL_PHONE = re.compile(
 )
 # A date written day-first or month-first with a four-digit year (01.02.2024, 09-12-2021): the shape of a
 # national number with a trunk 0, and valid in some region, but a date.
-_DATE = re.compile(r"(?P<a>[0-9]{2})(?P<sep>[.-])(?P<b>[0-9]{2})(?P=sep)(?:19|20)[0-9]{2}")
+_DATE = re.compile(r"(?P<a>[0-9]{2})(?P<sep>[.-])(?P<b>[0-9]{2})(?P=sep)(?:19|20)[0-9]{2}(?![0-9])")
 
 
 def _is_date(candidate: str) -> bool:
@@ -216,19 +216,33 @@ def _valid_national_phone(candidate: str) -> bool:
 def find_national_phones(text: str) -> Iterator[tuple[int, int]]:
     answers: dict[str, bool] = {}
     for m in _NATIONAL_PHONE.finditer(text):
-        candidate = m.group(0)
-        if not 8 <= len(_digits(candidate)) <= 12:
-            continue
+        if (date := _DATE.match(m.group(0))) and _is_date(date.group(0)):
+            continue  # a date, perhaps then a time or a count: 01.02.2024 12
         opened = m.start() > 0 and text[m.start() - 1] == "("
-        if candidate.count(")") != opened:
-            continue  # unbalanced: "0)" with no "(", or "(0" with no ")"
-        if _is_date(candidate):
-            continue
-        valid = answers.get(candidate)
-        if valid is None:
-            valid = answers[candidate] = len(answers) >= MAX_PHONE_CHECKS or _valid_national_phone(candidate)
-        if valid:
-            yield m.start() - opened, m.end()
+        # The pattern is greedy: "07320 890093 00" is a number, then 00. Shorter runs of whole groups are tried
+        # after the whole one, longest first.
+        for length in _phone_prefixes(m.group(0)):
+            candidate = m.group(0)[:length]
+            if candidate.count(")") != opened:
+                continue  # unbalanced: "0)" with no "(", or "(0" with no ")"
+            valid = answers.get(candidate)
+            if valid is None:
+                valid = answers[candidate] = len(answers) >= MAX_PHONE_CHECKS or _valid_national_phone(candidate)
+            if valid:
+                yield m.start() - opened, m.start() + length
+                break
+
+
+def _phone_prefixes(candidate: str) -> Iterator[int]:
+    """The whole candidate's length, then each shorter run of whole groups, with 8 to 12 digits."""
+    digits = len(_digits(candidate))
+    if 8 <= digits <= 12:
+        yield len(candidate)
+    for i in range(len(candidate) - 1, 0, -1):
+        if candidate[i].isdigit():
+            digits -= 1
+        elif candidate[i] in " .-" and 8 <= digits <= 12:
+            yield i
 
 
 def warm() -> None:

@@ -454,3 +454,24 @@ def test_tilde_paths_that_name_no_one_stay(text):
 )
 def test_words_joined_by_punctuation_are_not_values_without_an_operator(text):
     assert scrub(text).text == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("on-call: 07320 890093 00", "on-call: [PHONE] 00"),
+        ("ring 06 12 34 56 78 9 times", "ring [PHONE] 9 times"),
+        ("on 01.02.2024 12", "on 01.02.2024 12"),
+    ],
+)
+def test_a_national_number_followed_by_another_number_is_still_removed(text, expected):
+    assert scrub(text).text == expected
+
+
+@pytest.mark.parametrize("value", ["!0UFtryTXsbQxEId", "&Zq8vR2mK9xLL!"])
+def test_a_password_that_starts_like_a_yaml_tag_or_anchor_is_removed(value):
+    assert_removed(f"password: {value} x", value)
+
+
+def test_a_home_assistant_secret_reference_stays():
+    assert scrub("password: !secret db_password").text == "password: !secret db_password"
