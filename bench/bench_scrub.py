@@ -273,6 +273,7 @@ def hostile_texts() -> dict[str, str]:
         "digits": "1" * n,
         "digit-groups": "4242 " * (n // 5),
         "digit-groups-random": " ".join(f"{(i * 7919) % 10000:04d}" for i in range(n // 5))[:n],
+        "zero-groups": " ".join(f"0{(i * 7919) % 1000:03d}" for i in range(n // 5))[:n],
         "assignments": 'API_KEY="' * (n // 9),
         "nested-assignments": "token=$x=" * (n // 9),
         "password-colon": "password: " * (n // 10),
