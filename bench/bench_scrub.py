@@ -350,10 +350,26 @@ def hostile_texts() -> dict[str, str]:
         "calls": 'set_password("Xy7abc9q!") ' * (n // 27),
         "tilde-homes": "~a/" * (n // 3),
         "zsh-prompts": "a@b ~ % \n" * (n // 9),
+        # Secrets given by a keyword, a directive, a file's column or a sentence; values that start like templates.
+        "sql-passwords": _repeat("CREATE USER u IDENTIFIED BY 'Xy7abc9q!'; ALTER ROLE r PASSWORD 'Xy7abc9q!';\n", n),
+        "header-directives": _repeat("proxy_set_header X-Api-Key Xy7abc9q1234abcd;\n", n),
+        "secure-strings": _repeat('ConvertTo-SecureString "Xy7abc9q!" -AsPlainText ', n),
+        "auth-blobs": _repeat('"auth": "dXNlcjpYeTdhYmM5cSE=", ', n),
+        "cookie-jars": _repeat(".a.io\tTRUE\t/\tTRUE\t1767225600\tsid\tXy7abc9q1234abcd\n", n),
+        "prose-passwords": _repeat("the password is Xy7abc9q! and login is admin / Xy7abc9q! ", n),
+        "escaped-json": _repeat('\\"API_TOKEN\\": \\"Xy7abc9q1234\\", ', n),
+        "graphql-types": _repeat("($password: String!, $token: [ID!]!) ", n),
+        "bracketed-values": _repeat("PASSWORD=<Cedar>6111 SECRET={Xy7abc}#58 KEY=<random 64 hex chars> ", n),
+        "zsh-folder-prompts": _repeat("priya@devbox api % ls\n", n),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),
     }
+
+
+def _repeat(unit: str, n: int) -> str:
+    """``unit`` repeated to at most ``n`` characters."""
+    return unit * (n // len(unit))
 
 
 def _distinct_numbers(n: int) -> dict[str, str]:

@@ -25,8 +25,6 @@ and count as word characters at every boundary, so scrubbing is idempotent.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import functools
 import itertools
@@ -47,7 +45,9 @@ from .scrub_layouts import (
     find_url_token_users,
 )
 from .scrub_names import EXPRESSION, NAME_GATE, find_assignments
-from .scrub_values import has_digit, kept_value, looks_like_credential
+from .scrub_statements import GATE as statement_gate
+from .scrub_statements import find_statement_secrets
+from .scrub_values import decodes_to_credentials, has_digit, kept_value, looks_like_credential
 
 SECRET_KINDS = (
     "private_key",
@@ -256,11 +256,7 @@ def _telegram_token(m: re.Match) -> tuple[int, int] | None:
 
 def _basic_credentials(m: re.Match) -> bool:
     """A Basic token is base64 of "user:password"; prose ("Basic authentication") does not decode to that."""
-    try:
-        decoded = base64.b64decode(m.group("token"), validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return False
-    return ":" in decoded and decoded.isprintable()
+    return decodes_to_credentials(m.group("token"))
 
 
 # An option's value: quoted, or a word that does not start like another option or a placeholder.
@@ -450,6 +446,13 @@ COOKIE_RULE = Rule("bearer", find_cookies, gate=("cookie", "-b"), checks_values=
 URL_USER_RULE = Rule("url_password", find_url_token_users, gate=("://",), checks_values=True, settles=True)
 STDIN_RULE = Rule("cli_secret", find_stdin_secrets, gate=("--password-stdin",), checks_values=True, settles=True)
 OPTION_RULE = Rule("cli_secret", find_option_values, gate=NAME_GATE, checks_values=True, settles=True)
+STATEMENT_RULE = Rule(
+    "env_secret",
+    find_statement_secrets,
+    gate=statement_gate,
+    checks_values=True,
+    settles=True,
+)
 
 
 # --- PII -----------------------------------------------------------------------------------------------
@@ -489,8 +492,8 @@ def _email(m: re.Match) -> tuple[int, int] | None:
     text = m.string
     start = _walk_back(text, m.start(), _LOCAL_CHARS, 65)
     local = text[start : m.start()]
-    if not local or len(local) > 64 or not local[0].isalnum() or (start > 0 and text[start - 1] in "[]"):
-        return None
+    if not local or len(local) > 64 or not local[0].isalnum() or (start > 0 and text[start - 1] in "[]${"):
+        return None  # a placeholder's edge, or a variable before an "@": $CI_JOB_TOKEN@gitlab.com, ${USER}@host
     if local.lower() == "git" or m.group(0).rsplit(".", 1)[1].lower() in _FILE_SUFFIXES:
         return None  # git@github.com:org/repo, icon@2x.png
     if text.endswith("://", 0, start):
@@ -633,10 +636,12 @@ def _home_user(m: re.Match) -> tuple[int, int] | None:
 
 
 # A shell prompt at the start of a line: "priya@devbox:~$", "(venv) priya@devbox:/srv$", "[priya@web-01 app]$",
-# zsh's "priya@MacBook-Pro ~ %".
+# zsh's "priya@MacBook-Pro ~ %" and "priya@devbox api %" (zsh shows the folder's last part, not a path).
 _PROMPT = re.compile(
     r"^[ \t]*(?:\([\w.-]{1,40}\)[ \t]*)?\[?(?P<user>[A-Za-z_][A-Za-z0-9_.-]{0,31})@[A-Za-z0-9][A-Za-z0-9.-]{0,62}"
-    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\]|[ \t]+[~/][^\s$#%@:]{0,200}[ \t]+)[$#%](?=[ \t]|\r?\n|\Z)",
+    r"(?::(?:~|/)[^\s$#%@:]{0,200}|[ \t]+[^\s\]@:]{1,200}\]|[ \t]+[~/][^\s$#%@:]{0,200}[ \t]+|"
+    r"[ \t]+[\w.-]{1,64}[ \t]+(?=%))"
+    r"[$#%](?=[ \t]|\r?\n|\Z)",
     re.MULTILINE,
 )
 
@@ -745,6 +750,7 @@ def _rule_sets() -> _RuleSets:
         ENV_RULE,
         TABLE_RULE,
         LAYOUT_RULE,
+        STATEMENT_RULE,
         PGPASS_RULE,
         OPTION_RULE,
         STDIN_RULE,

@@ -20,8 +20,8 @@ from .scrub_values import has_digit_and_letter, is_placeholder, is_template, loo
 
 # Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
 # db-password and spring.datasource.password are names like any other. A trailing qualifier (client-key-data,
-# password_b64) does not change what the name holds.
-_NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash))?"
+# password_b64) does not change what the name holds, nor does "base" (Rails' and Phoenix' secret_key_base).
+_NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash|base))?"
 _STRONG_NAME = re.compile(
     r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
     r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|"
@@ -29,6 +29,12 @@ _STRONG_NAME = re.compile(
     + _NAME_QUALIFIER
 )
 _KEY_NAME = re.compile(r"(?i)\w*_key" + _NAME_QUALIFIER)
+# A key that finds or orders a record rather than unlocking anything: an idempotency, cache, sort, partition,
+# primary, foreign or routing key holds an identifier, however random it looks.
+_LOOKUP_KEY = re.compile(
+    r"(?i)(?:\w*_)?(?:idempotency|cache|sort|partition|primary|foreign|routing|dedup|deduplication|lookup|row|"
+    r"range|object|shard|composite|unique)_key"
+)
 # Code where a value should be: attribute access (tokenizer.eos_token, self.v2) or a call or subscript. A dotted
 # value whose parts are not identifiers (Summer.2024, a dotted token) is a value.
 EXPRESSION = re.compile(
@@ -49,12 +55,12 @@ _NAMED_OPERATOR = re.compile(
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + ")"
-    + r"[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?![\"']?\[REDACTED)"  # not a value already removed
+    + r"\\?[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?!\\?[\"']?\[REDACTED)"  # not removed yet
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 # A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
 _NAME_REVERSED = re.compile(
-    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)"
+    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)\\?(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)\\?"
     r"(?(sub)\[|(?![\w.\[\]-]))"
 )
 # A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a
@@ -107,7 +113,17 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
         if strength is None:
             continue
         operator = m.group("op")
+        if operator == ":" and _part_of_identifier(text, size - name.end(), start, op_start):
+            continue
+        if (
+            operator == ":"
+            and text[size - name.end() - 1 : size - name.end()] == "$"
+            and _GRAPHQL_TYPE.match(text, start)
+        ):
+            continue  # a GraphQL variable's type: mutation Login($password: String!)
         first = text[start] if start < size else ""
+        if first == "\\" and text.startswith(('\\"', "\\'"), start):
+            start, first = start + 1, text[start + 1]  # JSON inside a JSON string: \"TOKEN\": \"VALUE\"
         if operator == ":" and first not in "\"'" and (annotation := _TYPE_ANNOTATION.match(text, start)):
             start, operator = annotation.end(), "="  # token: string = VALUE: the value is after the type
             first = text[start] if start < size else ""
@@ -123,7 +139,9 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
         quote = first if first and first in "\"'" else None
         if quote and text.startswith(quote * 3, start):
             start += 2  # a triple-quoted string: """VALUE"""; the value is taken from its third quote
-        end = ends[quote](start + 1) if quote else ends["bare"](start)
+        end = ends[quote](start + 1) if quote else _bare_end(text, start, ends["bare"])
+        if quote and text[end - 1] == "\\":
+            end -= 1  # the escaped closing quote
         in_run = in_run + 1 if end == run_end else 1
         run_end = end
         if in_run > _MAX_NESTED:
@@ -132,6 +150,28 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
         if span is not None:
             taken_until = span[1]
             yield span
+
+
+_GRAPHQL_TYPE = re.compile(r"\[?[A-Z][A-Za-z0-9_]{0,60}!?\]?!?(?=[\s,)=])")
+# A bare value with a name in angle brackets runs past the brackets' spaces: <random 64 hex chars>, sk-<your key>.
+_ANGLE = re.compile(r"<[^<>\n]{1,60}>")
+
+
+def _bare_end(text: str, start: int, next_end: _NextMatch) -> int:
+    end = next_end(start)
+    opening = text.find("<", start, end)
+    if opening == -1 or text.find(">", opening, end) != -1 or not (angle := _ANGLE.match(text, opening)):
+        return end
+    after = _BARE_END.search(text, angle.end())
+    return after.start() if after else len(text)
+
+
+def _part_of_identifier(text: str, name_start: int, value_start: int, op_start: int) -> bool:
+    """A "name:" that is a segment of something else: a URL's user (https://gitlab-ci-token:$TOKEN@host, which
+    the URL rule judges) or a segment of a colon-separated identifier (arn:aws:...:secret:prod/db)."""
+    if text.startswith("://", max(0, name_start - 3), name_start):
+        return True
+    return name_start > 0 and text[name_start - 1] == ":" and value_start == op_start + 1
 
 
 @functools.lru_cache(maxsize=4096)
@@ -155,7 +195,7 @@ def name_strength(raw_name: str) -> str | None:
     if _STRONG_NAME.fullmatch(name):
         return "strong"
     if _KEY_NAME.fullmatch(name):
-        return "weak"
+        return None if _LOOKUP_KEY.fullmatch(name) else "weak"
     if _GLUED_NAME.fullmatch(name) and name.lower() not in _NOT_GLUED:
         return "strong" if name.isupper() else "glued"
     return None
@@ -169,7 +209,7 @@ def assignment_value(
         while end > start and text[end - 1] in ")]},:":
             end -= 1  # a call's or literal's closing bracket: password=None)
     value = text[start:end]
-    if not value or value.startswith("[REDACTED") or (quote is None and value[0] in "([{"):
+    if not value or value.startswith("[REDACTED") or (quote is None and _bracketed_code(value)):
         return None  # already removed, or code: (a * b), [x], {...}
     if quote is None and EXPRESSION.match(value):
         return None  # code: tokenizer.eos_token, os.environ[...], get_token()
@@ -190,6 +230,18 @@ def assignment_value(
         if value.isdigit() and not _DIGITS_NAME.search(name):
             return None  # MAX_TOKEN=4096
     return start, end
+
+
+_CLOSING = {"(": ")", "[": "]", "{": "}"}
+
+
+def _bracketed_code(value: str) -> bool:
+    """A value that starts with a bracket is code ((a * b), [x], {...}, {x}.format()) unless more material follows
+    its closing bracket: {efnLOpaMxx}#58 is a password that starts with a brace."""
+    if value[0] not in _CLOSING:
+        return False
+    close = value.find(_CLOSING[value[0]])
+    return close == -1 or close == len(value) - 1 or value[close + 1] in ".([{"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")

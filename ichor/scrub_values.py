@@ -11,6 +11,8 @@ True
 
 from __future__ import annotations
 
+import base64
+import binascii
 import math
 import re
 from collections import Counter
@@ -38,7 +40,11 @@ _PLACEHOLDER_MARKS = (
     "redacted",
 )
 _MARK = re.compile("|".join(re.escape(m) for m in _PLACEHOLDER_MARKS))
-_ANGLE_NAME = re.compile(r"<[^<>]{1,40}>")
+# A name in angle brackets says what goes there (<your key>, <random 64 hex chars>, sk-<key>); digits or symbols
+# outside the brackets are material, not a name's decoration (<Sequoia>1187 is a password), and brackets around
+# symbols are not a name (a WordPress salt).
+_ANGLE_NAME = re.compile(r"<[A-Za-z][\w .,:/-]{0,40}>")
+_MATERIAL = re.compile(r"[0-9!#$%^&*+=~?]")
 # A value that says where the real one goes: password_here, your-token-here (WordPress' wp-config-sample.php).
 _HERE = ("_here", "-here", " here")
 _SAMPLE_WORD = re.compile(r"(?:^|[_-])(?:dummy|fake|sample|foobar)(?:$|[_-])")
@@ -110,9 +116,16 @@ def is_placeholder(value: str) -> bool:
         return True
     if _NAMING_VALUE.fullmatch(value) and "_" in value or value in ("PASSWORD", "SECRET", "TOKEN", "KEY", "PASS"):
         return True
-    if _MARK.search(low) or low.endswith(_HERE) or ("<" in value and _ANGLE_NAME.search(value)):
+    if _MARK.search(low) or low.endswith(_HERE) or _angle_placeholder(value):
         return True
     return _SAMPLE_WORD.search(low) is not None
+
+
+def _angle_placeholder(value: str) -> bool:
+    if "<" not in value:
+        return False
+    rest, names = _ANGLE_NAME.subn("", value)
+    return names > 0 and _MATERIAL.search(rest) is None
 
 
 def is_template(value: str) -> bool:
@@ -164,3 +177,12 @@ def looks_random(value: str) -> bool:
 def looks_like_credential(token: str) -> bool:
     """Long enough, with a digit or mixed case: a token, not a word after "Bearer" or "Authorization:"."""
     return len(token) >= 16 and (has_digit(token) or (token.lower() != token and token.upper() != token))
+
+
+def decodes_to_credentials(blob: str) -> bool:
+    """Base64 of "user:password" (a Basic auth token, Docker's "auth"); prose and other data don't decode to that."""
+    try:
+        decoded = base64.b64decode(blob, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    return ":" in decoded and decoded.isprintable()

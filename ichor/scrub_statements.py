@@ -1,0 +1,142 @@
+"""Secrets handed over by a keyword, a directive or a file's columns instead of an assignment's operator.
+
+SQL's ``PASSWORD '...'`` and ``IDENTIFIED BY '...'``; a server's header directive (nginx ``proxy_set_header
+X-Api-Key VALUE;``, Apache ``RequestHeader set``, HAProxy ``http-request set-header``, Caddy ``header_up``);
+PowerShell's ``ConvertTo-SecureString "..." -AsPlainText``; a base64 ``user:password`` under an ``auth`` name
+(Docker's config.json, .npmrc's ``_auth``); the value column of a Netscape cookie file (curl's and wget's
+cookie jars); and prose that says what a password is (``her password is X``, ``login is admin / X``).
+Each finder yields the spans of values to remove, left to right; values are judged by ``ichor.scrub_values``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from .scrub_names import EXPRESSION, name_strength
+from .scrub_values import decodes_to_credentials, has_digit_and_letter, kept_value, looks_generated, looks_random
+
+_QUOTED = r"""(?P<value>'[^'\n]{1,256}'|"[^"\n]{1,256}")"""
+
+# CREATE ROLE r WITH LOGIN PASSWORD 'X', ALTER USER u PASSWORD 'X', CREATE USER 'u'@'%' IDENTIFIED BY 'X',
+# Oracle's unquoted IDENTIFIED BY X. The keyword then a literal, no operator.
+_SQL_PASSWORD = re.compile(
+    r"[iIeEpP](?<![\w-][iIeEpP])"
+    r"(?i:(?<=i)dentified[ \t]+by(?:[ \t]+password)?|(?<=e)ncrypted[ \t]+password|(?<=p)assword)[ \t]+"
+    r"""(?!["']?\[REDACTED)(?:""" + _QUOTED[:-1] + r"""|(?<=[bB][yY][ \t])[^\s'";,]{1,256}))"""
+)
+# A header set by a server's configuration: the directive, the header's name, then its value.
+_HEADER_DIRECTIVE = re.compile(
+    r"(?:proxy_set_header|add_header|grpc_set_header|more_set_input_headers|more_set_headers|header_up|"
+    r"(?:Request)?Header[ \t]+(?:always[ \t]+)?(?:set|add|append)|http-(?:request|response)[ \t]+set-header)"
+    r"""[ \t]+["']?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,60})["']?:?[ \t]+(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s;"'{}]{1,1024})"""
+)
+# PowerShell turning a literal into a SecureString: the literal is the password.
+_SECURE_STRING = re.compile(
+    r"(?i:ConvertTo-SecureString)[ \t]+(?:-String[ \t]+)?" + _QUOTED + r"(?=[^\n]{0,80}?(?i:-AsPlainText))"
+)
+# The base64 of "user:password" under an auth name: Docker's "auth": "...", .npmrc's _auth=...
+_AUTH_BLOB = re.compile(
+    r"""(?<![\w.-])_?(?i:auth)["']?[ \t]*[:=][ \t]*["']?(?P<value>[A-Za-z0-9+/]{8,4096}={0,2})(?![\w+/=])"""
+)
+# A line of a Netscape cookie file: domain, include-subdomains, path, secure, expiry, name, value (tab-separated).
+_COOKIE_JAR_LINE = re.compile(
+    r"^(?:#HttpOnly_)?[^\t\n#][^\t\n]{0,253}\t(?:TRUE|FALSE)\t[^\t\n]{1,1024}\t(?:TRUE|FALSE)\t[0-9]{1,20}\t"
+    r"[^\t\n]{1,256}\t(?!\[REDACTED)(?P<value>[^\t\n]{1,8192})$",
+    re.MULTILINE,
+)
+# Prose that says what a secret is: "the password is X", "her passphrase was X", "my token is X".
+_PROSE_SECRET = re.compile(
+    r"[pPaAtTsS](?<![\w-][pPaAtTsS])(?i:(?<=p)ass(?:word|phrase|code|wd)|(?<=a)pi[ _-]?key|(?<=t)oken|(?<=s)ecret)"
+    r"[ \t]+(?i:is|was|=)[ \t]+"
+    r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"']{1,256})"""
+)
+# A login given as "user / password": "login is admin / X", "credentials: admin / X".
+_LOGIN_PAIR = re.compile(
+    r"[lLcC](?<![\w-][lLcC])(?i:(?<=l)ogins?|(?<=c)red(?:entials|s))[ \t]*(?:(?i:is|are)[ \t]+|:[ \t]*)"
+    r"""[^\s/]{1,64}[ \t]+/[ \t]+(?!\[REDACTED)(?P<value>[^\s"']{1,256})"""
+)
+_TRAILING_PUNCTUATION = ".,;:)"  # not "!" or "?": passwords end with them too
+
+
+def _literal(m: re.Match) -> tuple[int, int]:
+    start, end = m.span("value")
+    if m.string[start] in "\"'":
+        return start + 1, end - 1
+    return start, end
+
+
+def _sql_passwords(text: str) -> Iterator[tuple[int, int]]:
+    for m in _SQL_PASSWORD.finditer(text):
+        start, end = _literal(m)
+        value = text[start:end]
+        if looks_generated(value) and not kept_value(value):
+            yield start, end
+
+
+def _header_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _HEADER_DIRECTIVE.finditer(text):
+        strength = name_strength(m.group("name"))
+        if strength is None:
+            continue
+        start, end = _literal(m)
+        value = text[start:end]
+        if kept_value(value) or EXPRESSION.match(value):
+            continue  # nginx's $http_x_api_key, a variable
+        if looks_random(value) and (strength != "weak" or has_digit_and_letter(value)):
+            yield start, end
+
+
+def _secure_strings(text: str) -> Iterator[tuple[int, int]]:
+    for m in _SECURE_STRING.finditer(text):
+        start, end = _literal(m)
+        if not kept_value(text[start:end]):
+            yield start, end
+
+
+def _auth_blobs(text: str) -> Iterator[tuple[int, int]]:
+    for m in _AUTH_BLOB.finditer(text):
+        if decodes_to_credentials(m.group("value")):
+            yield m.span("value")
+
+
+def _cookie_jar_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _COOKIE_JAR_LINE.finditer(text):
+        value = m.group("value").rstrip()
+        if len(value) >= 12 and has_digit_and_letter(value) and not kept_value(value):
+            yield m.start("value"), m.start("value") + len(value)
+
+
+def _prose_values(text: str) -> Iterator[tuple[int, int]]:
+    # "The password is X" needs a value that looks random ("the password is wrong" stays); in "login is admin / X"
+    # the layout vouches for the value, so a passphrase of words joined by hyphens goes too.
+    for pattern, looks_secret in ((_PROSE_SECRET, looks_random), (_LOGIN_PAIR, looks_generated)):
+        for m in pattern.finditer(text):
+            start, end = _literal(m)
+            if text[m.start("value")] not in "\"'":
+                while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+                    end -= 1  # the sentence's full stop: "her password is Kestrel!44#Lantern."
+            value = text[start:end]
+            if looks_secret(value) and not kept_value(value) and not EXPRESSION.match(value):
+                yield start, end
+
+
+# Each finder with the lower-case words one of which its matches contain: a finder whose words are all absent
+# is not run. Patterns that start with a choice of words start with a set of first letters instead (the word
+# dispatched on it by a lookbehind), so the regex engine skips to the next such letter.
+_FINDERS = (
+    (_sql_passwords, ("password", "identified")),
+    (_header_values, ("header",)),
+    (_secure_strings, ("securestring",)),
+    (_auth_blobs, ("auth",)),
+    (_cookie_jar_values, ("\ttrue\t", "\tfalse\t")),
+    (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
+)
+GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))
+
+
+def find_statement_secrets(text: str) -> Iterator[tuple[int, int]]:
+    lower = text.lower()
+    spans = [span for finder, words in _FINDERS if any(w in lower for w in words) for span in finder(text)]
+    yield from sorted(spans)
