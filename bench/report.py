@@ -302,7 +302,7 @@ def scrub_heldout_section(r: dict) -> str:
 
 
 def blind_section(r: dict) -> str:
-    """The blind pastes: the one scrubber figure no rule was fitted on."""
+    """Blind v1's pastes: measured once, then its misses were examined, so now a regression check."""
     blind = r.get("blind")
     if not blind:
         return ""
@@ -310,10 +310,12 @@ def blind_section(r: dict) -> str:
     rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
     kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
-        f"\n\nBlind: {blind['pastes']} pastes of {len(blind['shapes'])} shapes (`bench/corpus_blind.py`, seed "
-        f"{blind['seed']}), written by an engineer who never read the scrubber, its rules or its other corpora, "
-        "and measured once; nothing in the scrubber was changed for what it misses. Share [95% Wilson interval] "
-        "(n items; items in one paste are not independent, so the interval is optimistic):\n\n"
+        f"\n\nBlind v1, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
+        f"(`bench/corpus_blind.py`, seed {blind['seed']}), written by an engineer who never read the scrubber, its "
+        "rules or its other corpora. Measured once, ichor removed 0.932 [0.914, 0.947] (n=929) and kept 0.960 "
+        "[0.941, 0.973] (n=620); that is the honest figure. The classes behind its misses and over-scrubs were then "
+        "fixed, so the figures below are a regression check, not a measure of generalisation. Share [95% Wilson "
+        "interval] (n items; items in one paste are not independent, so the interval is optimistic):\n\n"
         + table(["tool", "removed", "must-stay kept"], rows)
         + "\n\nichor on the blind pastes, removed per kind of item:\n\n"
         + table(["kind", "removed"], kinds)

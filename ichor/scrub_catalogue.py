@@ -58,6 +58,11 @@ def _lower(text: str) -> str:
     return lower
 
 
+def lower_of(text: str) -> str:
+    """The lower case of ``text``, computed once per text the engine scans."""
+    return _lower(text)
+
+
 def remember_lower(text: str, lower: str) -> None:
     """Tell the rows the lower case of the text they are about to scan (the engine keeps it in step)."""
     global _LOWERED

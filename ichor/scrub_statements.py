@@ -13,21 +13,22 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from .scrub_catalogue import lower_of
 from .scrub_names import EXPRESSION, name_strength
 from .scrub_values import decodes_to_credentials, has_digit_and_letter, kept_value, looks_generated, looks_random
 
 _QUOTED = r"""(?P<value>'[^'\n]{1,256}'|"[^"\n]{1,256}")"""
 
 # CREATE ROLE r WITH LOGIN PASSWORD 'X', ALTER USER u PASSWORD 'X', CREATE USER 'u'@'%' IDENTIFIED BY 'X',
-# Oracle's unquoted IDENTIFIED BY X. The keyword then a literal, no operator.
+# Oracle's unquoted IDENTIFIED BY X. The keyword then a literal, no operator. Both keywords end in "d": the
+# pattern starts there (one letter the engine skips to) and checks the word behind it.
 _SQL_PASSWORD = re.compile(
-    r"[iIeEpP](?<![\w-][iIeEpP])"
-    r"(?i:(?<=i)dentified[ \t]+by(?:[ \t]+password)?|(?<=e)ncrypted[ \t]+password|(?<=p)assword)[ \t]+"
+    r"[dD](?i:(?<=password)(?<![\w-]password)|(?<=identified)(?<![\w-]identified)[ \t]+by(?:[ \t]+password)?)[ \t]+"
     r"""(?!["']?\[REDACTED)(?:""" + _QUOTED[:-1] + r"""|(?<=[bB][yY][ \t])[^\s'";,]{1,256}))"""
 )
 # A header set by a server's configuration: the directive, the header's name, then its value.
 _HEADER_DIRECTIVE = re.compile(
-    r"(?:proxy_set_header|add_header|grpc_set_header|more_set_input_headers|more_set_headers|header_up|"
+    r"[ \t]*(?:proxy_set_header|add_header|grpc_set_header|more_set_input_headers|more_set_headers|header_up|"
     r"(?:Request)?Header[ \t]+(?:always[ \t]+)?(?:set|add|append)|http-(?:request|response)[ \t]+set-header)"
     r"""[ \t]+["']?(?P<name>[A-Za-z][A-Za-z0-9_-]{0,60})["']?:?[ \t]+(?!["']?\[REDACTED)"""
     r"""(?P<value>"[^"\n]{1,1024}"|'[^'\n]{1,1024}'|[^\s;"'{}]{1,1024})"""
@@ -38,20 +39,25 @@ _SECURE_STRING = re.compile(
 )
 # The base64 of "user:password" under an auth name: Docker's "auth": "...", .npmrc's _auth=...
 _AUTH_BLOB = re.compile(
-    r"""(?<![\w.-])_?(?i:auth)["']?[ \t]*[:=][ \t]*["']?(?P<value>[A-Za-z0-9+/]{8,4096}={0,2})(?![\w+/=])"""
+    r"""[_aA](?<![\w.-][_aA])(?:(?<=_)[aA])?(?i:(?<=a)uth)["']?[ \t]*[:=][ \t]*["']?"""
+    r"""(?P<value>[A-Za-z0-9+/]{8,4096}={0,2})(?![\w+/=])"""
 )
 # A line of a Netscape cookie file: domain, include-subdomains, path, secure, expiry, name, value (tab-separated).
+# The pattern starts at the first tab (a literal the engine can skip to); the domain before it is checked apart.
 _COOKIE_JAR_LINE = re.compile(
-    r"^(?:#HttpOnly_)?[^\t\n#][^\t\n]{0,253}\t(?:TRUE|FALSE)\t[^\t\n]{1,1024}\t(?:TRUE|FALSE)\t[0-9]{1,20}\t"
+    r"\t(?:TRUE|FALSE)\t[^\t\n]{1,1024}\t(?:TRUE|FALSE)\t[0-9]{1,20}\t"
     r"[^\t\n]{1,256}\t(?!\[REDACTED)(?P<value>[^\t\n]{1,8192})$",
     re.MULTILINE,
 )
+_COOKIE_DOMAIN = re.compile(r"(?:#HttpOnly_)?[^\t\n#][^\t\n]{0,253}")
 # Prose that says what a secret is: "the password is X", "her passphrase was X", "my token is X".
+# The pattern starts at the "s" of "is" or "was"; the secret's name before them is checked apart.
 _PROSE_SECRET = re.compile(
-    r"[pPaAtTsS](?<![\w-][pPaAtTsS])(?i:(?<=p)ass(?:word|phrase|code|wd)|(?<=a)pi[ _-]?key|(?<=t)oken|(?<=s)ecret)"
-    r"[ \t]+(?i:is|was|=)[ \t]+"
+    r"[sS](?:(?<=[ \t][iI][sS])|(?<=[ \t][wW][aA][sS]))[ \t]+"
     r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"']{1,256})"""
 )
+_PROSE_NAME = re.compile(r"(?<![\w-])(?i:pass(?:word|phrase|code|wd)|api[ _-]?key|token|secret)[ \t]+(?i:is|was)\Z")
+_PROSE_NAME_REACH = 24  # the longest name, its spaces and "was"
 # A login given as "user / password": "login is admin / X", "credentials: admin / X".
 _LOGIN_PAIR = re.compile(
     r"[lLcC](?<![\w-][lLcC])(?i:(?<=l)ogins?|(?<=c)red(?:entials|s))[ \t]*(?:(?i:is|are)[ \t]+|:[ \t]*)"
@@ -75,8 +81,20 @@ def _sql_passwords(text: str) -> Iterator[tuple[int, int]]:
             yield start, end
 
 
+def _header_directives(text: str) -> Iterator[re.Match]:
+    """The directive at the start of each line that holds one (directives start their line; each is spelled
+    with "eader")."""
+    line_end = -1
+    while (at := text.find("eader", line_end + 1)) != -1:
+        line_start = text.rfind("\n", 0, at) + 1
+        line_end = text.find("\n", at)
+        line_end = len(text) if line_end == -1 else line_end
+        if m := _HEADER_DIRECTIVE.match(text, line_start, line_end):
+            yield m
+
+
 def _header_values(text: str) -> Iterator[tuple[int, int]]:
-    for m in _HEADER_DIRECTIVE.finditer(text):
+    for m in _header_directives(text):
         strength = name_strength(m.group("name"))
         if strength is None:
             continue
@@ -103,6 +121,9 @@ def _auth_blobs(text: str) -> Iterator[tuple[int, int]]:
 
 def _cookie_jar_values(text: str) -> Iterator[tuple[int, int]]:
     for m in _COOKIE_JAR_LINE.finditer(text):
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if not _COOKIE_DOMAIN.fullmatch(text, line_start, m.start()):
+            continue
         value = m.group("value").rstrip()
         if len(value) >= 12 and has_digit_and_letter(value) and not kept_value(value):
             yield m.start("value"), m.start("value") + len(value)
@@ -113,6 +134,9 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
     # the layout vouches for the value, so a passphrase of words joined by hyphens goes too.
     for pattern, looks_secret in ((_PROSE_SECRET, looks_random), (_LOGIN_PAIR, looks_generated)):
         for m in pattern.finditer(text):
+            reach = max(0, m.start() - _PROSE_NAME_REACH)
+            if pattern is _PROSE_SECRET and not _PROSE_NAME.search(text, reach, m.start() + 1):
+                continue  # "it is", "this was": no secret named before the verb
             start, end = _literal(m)
             if text[m.start("value")] not in "\"'":
                 while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
@@ -137,6 +161,6 @@ GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))
 
 
 def find_statement_secrets(text: str) -> Iterator[tuple[int, int]]:
-    lower = text.lower()
+    lower = lower_of(text)
     spans = [span for finder, words in _FINDERS if any(w in lower for w in words) for span in finder(text)]
     yield from sorted(spans)
