@@ -70,6 +70,8 @@ def _literal(m: re.Match) -> tuple[int, int]:
     start, end = m.span("value")
     if m.string[start] in "\"'":
         return start + 1, end - 1
+    if end - start > 2 and m.string[start] == "`" and m.string.find("`", start + 1, end) != -1:
+        return start + 1, m.string.find("`", start + 1, end)  # prose quotes a value in backticks: is `X`.
     return start, end
 
 

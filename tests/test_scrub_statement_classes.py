@@ -278,11 +278,13 @@ def test_cookie_jar_short_values_stay(value):
         "my api key is {v}",
         "the admin login is admin / {v} if you need it",
         "credentials: root / {v}",
+        "the staging password is `{v}`, rotate it",
     ],
 )
 def test_prose_secrets_go(template):
     value = password()
-    gone(template.format(v=value), value)
+    out = gone(template.format(v=value), value)
+    assert "`" not in template or "`[REDACTED:env_secret]`" in out
 
 
 def test_a_login_pair_takes_a_hyphenated_passphrase():
