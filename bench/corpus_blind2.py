@@ -16,8 +16,10 @@ Kinds that must go:
 - ``home_path_user``: a home directory with its user name (``/home/priya``, ``C:\\Users\\mkowalski``) or the user in a
   shell prompt (``priya@devbox``).
 
-Private IP addresses are deliberately neither kind: ``10.0.0.5`` is the same in millions of networks and says nothing
-about the user, so a scrubber may keep or remove them without being scored.
+Some values are deliberately neither kind, so a scrubber may keep or remove them without being scored: private IP
+addresses (``10.0.0.5`` is the same in millions of networks), public identifiers that are not credentials (Sentry DSN
+client keys, which are meant for browsers; Twilio account SIDs; OAuth client ids; GCP ``private_key_id``; Confluent
+key names), person names, and user names outside a home path or prompt.
 
 About a fifth of the shapes carry near-misses only (lockfiles, digests, placeholders, example domains, documented
 example keys), so the share of near-misses kept is measured on pastes where removing anything is a mistake.
@@ -601,7 +603,7 @@ redis:
   auth:
     password: {b.pw()}
 sentry:
-  dsn: https://{b.secret("api_key", chars(r, HEX, 32))}@o{r.randint(10**5, 10**6)}.ingest.sentry.io/{r.randint(10**6, 10**7)}
+  dsn: https://{chars(r, HEX, 32)}@o{r.randint(10**5, 10**6)}.ingest.sentry.io/{r.randint(10**6, 10**7)}
 podAnnotations:
   checksum/config: {b.keep(sha256_hex(r))}
 '''
