@@ -18,8 +18,8 @@ Kinds that must go:
 
 Some values are deliberately neither kind, so a scrubber may keep or remove them without being scored: private IP
 addresses (``10.0.0.5`` is the same in millions of networks), public identifiers that are not credentials (Sentry DSN
-client keys, which are meant for browsers; Twilio account SIDs; GCP ``private_key_id``; Confluent
-key names), person names, and user names outside a home path or prompt.
+client keys, which are meant for browsers; Twilio account SIDs; GCP ``private_key_id``; Confluent key names), person
+names, and user names outside a home path or prompt.
 
 About a fifth of the shapes carry near-misses only (lockfiles, digests, placeholders, example domains, documented
 example keys), so the share of near-misses kept is measured on pastes where removing anything is a mistake.
