@@ -44,7 +44,7 @@ from .scrub_layouts import (
     find_table_values,
     find_url_token_users,
 )
-from .scrub_names import EXPRESSION, NAME_GATE, find_assignments
+from .scrub_names import NAME_GATE, find_assignments, is_expression
 from .scrub_statements import GATE as statement_gate
 from .scrub_statements import find_statement_secrets
 from .scrub_values import decodes_to_credentials, has_digit, kept_value, looks_like_credential
@@ -261,9 +261,10 @@ def _basic_credentials(m: re.Match) -> bool:
 
 # An option's value: quoted, or a word that does not start like another option or a placeholder.
 _SECRET_WORD = r"""(?!["']?\[REDACTED)(?:"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"'-][^\s"']{0,255})"""
-# curl -u user:password, --user=user:password (the user stays)
+# curl -u user:password, --user=user:password (the user stays); -u may end a cluster of curl's switches (-su, -kLu)
 _CLI_USER = re.compile(
-    r"""-(?<![\w-]-)(?:u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:(?!\[REDACTED)(?P<secret>[^\s"']{1,256})"""
+    r"""-(?<![\w-]-)(?:[sSfkLvi]{0,3}u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:"""
+    r"""(?!\[REDACTED)(?P<secret>[^\s"']{1,256})"""
 )
 # --password SECRET, --token SECRET, --api-key SECRET: a secret-named long option and the next word
 _CLI_LONG = re.compile(
@@ -326,7 +327,7 @@ def _find_cli_secrets(text: str) -> Iterator[tuple[int, int]]:
         if text[start] in "\"'":
             start, end = start + 1, end - 1
         value = text[start:end]
-        if value and not value.isdigit() and not EXPRESSION.match(value):
+        if value and not value.isdigit() and not is_expression(value):
             yield start, end
 
 
@@ -419,6 +420,12 @@ SECRET_RULES: tuple[Rule, ...] = (
         # --access-token hold neither "--secret" nor "--token", so they have their own).
         gate=(
             "-u",
+            "su ",
+            "ku ",
+            "lu ",
+            "fu ",
+            "vu ",
+            "iu ",
             "--user",
             "-p",
             "-a",

@@ -13,7 +13,7 @@ import functools
 import re
 from collections.abc import Iterator
 
-from .scrub_names import EXPRESSION, NAME_GATE_RE, assignment_value, name_strength
+from .scrub_names import NAME_GATE_RE, assignment_value, is_expression, name_strength
 from .scrub_values import has_digit_and_letter, kept_value, looks_generated, looks_like_credential, looks_random
 
 # --- a secret-named table cell's value in the next cell, or in the cells of a secret-named column ------------
@@ -341,7 +341,7 @@ def _option_value(m: re.Match, in_list: bool, glued: bool) -> tuple[int, int] | 
         while end > start and text[end - 1] in ",]":
             end -= 1  # [--requirepass, X]
     value = text[start:end]
-    if not value or value.isdigit() or EXPRESSION.match(value) or kept_value(value):
+    if not value or value.isdigit() or is_expression(value) or kept_value(value):
         return None
     if glued and not looks_generated(value):
         return None  # --compass-like words: only a value that looks generated

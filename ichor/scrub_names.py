@@ -16,7 +16,14 @@ import functools
 import re
 from collections.abc import Iterator
 
-from .scrub_values import has_digit_and_letter, is_placeholder, is_template, looks_generated
+from .scrub_values import (
+    braced_value,
+    has_digit_and_letter,
+    is_placeholder,
+    is_template,
+    looks_generated,
+    looks_passphrase,
+)
 
 # Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
 # db-password and spring.datasource.password are names like any other. A trailing qualifier (client-key-data,
@@ -40,6 +47,13 @@ _LOOKUP_KEY = re.compile(
 EXPRESSION = re.compile(
     r"[A-Za-z_][A-Za-z_]*[0-9]{0,4}(?:\.[A-Za-z_][A-Za-z_]*[0-9]{0,4})+(?![^)\]},:])|[A-Za-z_][\w.]*[(\[]"
 )
+
+
+def is_expression(value: str) -> bool:
+    """Code where a value should be, unless it is shaped like a generated passphrase (maple.pepper.summer)."""
+    return EXPRESSION.match(value) is not None and not looks_passphrase(value)
+
+
 NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
 NAME_GATE_RE = re.compile("|".join(NAME_GATE), re.IGNORECASE)
 _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
@@ -136,6 +150,12 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
             first = text[start] if start < size else ""
         if operator == ":" and first in "|>" and (block := _YAML_BLOCK.match(text, start)):
             start, first = block.start("value"), block.group("value")[:1]  # PASSWORD: >-, then the value below
+        if first == "[" and (literals := _STRING_LIST.match(text, start)):
+            spans = list(_list_secrets(literals, strength))
+            if spans:
+                taken_until = literals.end()
+                yield from spans
+            continue
         quote = first if first and first in "\"'" else None
         if quote and text.startswith(quote * 3, start):
             start += 2  # a triple-quoted string: """VALUE"""; the value is taken from its third quote
@@ -150,6 +170,23 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
         if span is not None:
             taken_until = span[1]
             yield span
+
+
+# A list of string literals given to a secret's name: TWILIO_API_KEY = ["SK...", "X"], tokens: ['X', 'Y'].
+_LITERAL = r"""(?:"[^"\n]{1,256}"|'[^'\n]{1,256}')"""
+_STRING_LIST = re.compile(r"\[[ \t]*(?:" + _LITERAL + r"[ \t]*,[ \t]*){0,15}" + _LITERAL + r"[ \t]*,?[ \t]*\]")
+_LIST_LITERAL = re.compile(_LITERAL)
+
+
+def _list_secrets(literals: re.Match, strength: str) -> Iterator[tuple[int, int]]:
+    """The elements of a secret-named list that look generated (a generic *_KEY's only with a digit and a letter)."""
+    for m in _LIST_LITERAL.finditer(literals.string, literals.start(), literals.end()):
+        start, end = m.start() + 1, m.end() - 1
+        value = m.string[start:end]
+        if is_template(value) or is_placeholder(value) or not looks_generated(value) or " " in value:
+            continue
+        if strength != "weak" or has_digit_and_letter(value):
+            yield start, end
 
 
 _GRAPHQL_TYPE = re.compile(r"\[?[A-Z][A-Za-z0-9_]{0,60}!?\]?!?(?=[\s,)=])")
@@ -211,7 +248,7 @@ def assignment_value(
     value = text[start:end]
     if not value or value.startswith("[REDACTED") or (quote is None and _bracketed_code(value)):
         return None  # already removed, or code: (a * b), [x], {...}
-    if quote is None and EXPRESSION.match(value):
+    if quote is None and is_expression(value):
         return None  # code: tokenizer.eos_token, os.environ[...], get_token()
     if is_template(value) or is_placeholder(value):
         return None
@@ -238,7 +275,7 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 def _bracketed_code(value: str) -> bool:
     """A value that starts with a bracket is code ((a * b), [x], {...}, {x}.format()) unless more material follows
     its closing bracket: {efnLOpaMxx}#58 is a password that starts with a brace."""
-    if value[0] not in _CLOSING:
+    if value[0] not in _CLOSING or braced_value(value):
         return False
     close = value.find(_CLOSING[value[0]])
     return close == -1 or close == len(value) - 1 or value[close + 1] in ".([{"

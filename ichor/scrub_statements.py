@@ -4,7 +4,8 @@ SQL's ``PASSWORD '...'`` and ``IDENTIFIED BY '...'``; a server's header directiv
 X-Api-Key VALUE;``, Apache ``RequestHeader set``, HAProxy ``http-request set-header``, Caddy ``header_up``);
 PowerShell's ``ConvertTo-SecureString "..." -AsPlainText``; a base64 ``user:password`` under an ``auth`` name
 (Docker's config.json, .npmrc's ``_auth``); the value column of a Netscape cookie file (curl's and wget's
-cookie jars); and prose that says what a password is (``her password is X``, ``login is admin / X``).
+cookie jars); a call given a user and a password (``smtp.login("me@x.io", "X")``); and prose that says what a
+password is (``her password is X``, ``login is admin / X``).
 Each finder yields the spans of values to remove, left to right; values are judged by ``ichor.scrub_values``.
 """
 
@@ -14,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 from .scrub_catalogue import lower_of
-from .scrub_names import EXPRESSION, name_strength
+from .scrub_names import is_expression, name_strength
 from .scrub_values import decodes_to_credentials, has_digit_and_letter, kept_value, looks_generated, looks_random
 
 _QUOTED = r"""(?P<value>'[^'\n]{1,256}'|"[^"\n]{1,256}")"""
@@ -50,6 +51,16 @@ _COOKIE_JAR_LINE = re.compile(
     re.MULTILINE,
 )
 _COOKIE_DOMAIN = re.compile(r"(?:#HttpOnly_)?[^\t\n#][^\t\n]{0,253}")
+# A call that takes a user and a password as its last two literals: smtp.login("me@x.io", "X"),
+# DriverManager.getConnection(url, "app", "X"), NetworkCredential("u", "X"), new BasicAuth('u', 'X').
+_CREDENTIAL_CALL = re.compile(
+    r"(?<![\w-])(?i:log_?in|sign_?in|authenticate|get_?connection|basic_?auth|http_?basic_?auth|network_?credential|"
+    r"password_?authentication|username_?password_?credentials?|credentials?)[ \t]*\([ \t]*"
+    r"""(?:(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|[\w.]{1,64})[ \t]*,[ \t]*)?"""
+    r"""(?:"[^"\n]{1,128}"|'[^'\n]{1,128}')[ \t]*,[ \t]*(?!["']\[REDACTED)""" + _QUOTED + r"[ \t]*[,)]"
+)
+# Google's app password: four groups of four lower-case letters, given where a password goes.
+_APP_PASSWORD = re.compile(r"[a-z]{4}(?: [a-z]{4}){3}")
 # Prose that says what a secret is: "the password is X", "her passphrase was X", "my token is X".
 # The pattern starts at the "s" of "is" or "was"; the secret's name before them is checked apart.
 _PROSE_SECRET = re.compile(
@@ -102,7 +113,7 @@ def _header_values(text: str) -> Iterator[tuple[int, int]]:
             continue
         start, end = _literal(m)
         value = text[start:end]
-        if kept_value(value) or EXPRESSION.match(value):
+        if kept_value(value) or is_expression(value):
             continue  # nginx's $http_x_api_key, a variable
         if looks_random(value) and (strength != "weak" or has_digit_and_letter(value)):
             yield start, end
@@ -144,8 +155,18 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
                 while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
                     end -= 1  # the sentence's full stop: "her password is Kestrel!44#Lantern."
             value = text[start:end]
-            if looks_secret(value) and not kept_value(value) and not EXPRESSION.match(value):
+            if looks_secret(value) and not kept_value(value) and not is_expression(value):
                 yield start, end
+
+
+def _credential_call_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _CREDENTIAL_CALL.finditer(text):
+        start, end = _literal(m)
+        value = text[start:end]
+        if kept_value(value) or value.startswith("/") or "://" in value:
+            continue  # a path or an address, not a password
+        if looks_generated(value) or _APP_PASSWORD.fullmatch(value):
+            yield start, end
 
 
 # Each finder with the lower-case words one of which its matches contain: a finder whose words are all absent
@@ -157,6 +178,10 @@ _FINDERS = (
     (_secure_strings, ("securestring",)),
     (_auth_blobs, ("auth",)),
     (_cookie_jar_values, ("\ttrue\t", "\tfalse\t")),
+    (
+        _credential_call_values,
+        ("login", "log_in", "signin", "sign_in", "authenticate", "connection", "auth", "credential"),
+    ),
     (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
 )
 GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))

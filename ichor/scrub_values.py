@@ -130,6 +130,8 @@ def _angle_placeholder(value: str) -> bool:
 
 def is_template(value: str) -> bool:
     """A reference to a value held elsewhere (a variable, a template, code), not a value."""
+    if braced_value(value):
+        return False
     if value[:1] in _TEMPLATE_FIRST and (_TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS)):
         return True
     return value[:32].lower().startswith(_CODE_STARTS)  # short prefixes: lower-casing a long value costs its length
@@ -154,8 +156,8 @@ def has_digit_and_letter(value: str) -> bool:
 
 
 def looks_generated(value: str) -> bool:
-    """A digit or a symbol: unlike an ordinary word or a type name."""
-    return len(value) >= 6 and (has_digit(value) or _SYMBOL.search(value) is not None)
+    """A digit or a symbol, or a word in braces no naming style makes: unlike an ordinary word or a type name."""
+    return len(value) >= 6 and (has_digit(value) or _SYMBOL.search(value) is not None or braced_value(value))
 
 
 _UPPER = re.compile(r"[A-Z]")
@@ -165,11 +167,11 @@ _STRONG_SYMBOL = re.compile(r"[!@#$%^&*+=~?]")
 
 def looks_random(value: str) -> bool:
     """Stricter than ``looks_generated``, for a value with no operator to vouch for it (a table cell, a line's
-    second word, a call's argument): a digit, a symbol no path or name has, or punctuation in a mixed-case word.
-    "kubernetes.io/tls", "not-set", "dev-secret-key" and "Passwort" are words."""
+    second word, a call's argument): a digit, a symbol no path or name has, punctuation in a mixed-case word, or a
+    passphrase. "kubernetes.io/tls", "not-set", "dev-secret-key" and "Passwort" are words."""
     if len(value) < 6:
         return False
-    if has_digit(value) or _STRONG_SYMBOL.search(value):
+    if has_digit(value) or _STRONG_SYMBOL.search(value) or looks_passphrase(value):
         return True
     return _SYMBOL.search(value) is not None and _UPPER.search(value) is not None and _LOWER.search(value) is not None
 
@@ -186,3 +188,30 @@ def decodes_to_credentials(blob: str) -> bool:
     except (binascii.Error, UnicodeDecodeError):
         return False
     return ":" in decoded and decoded.isprintable()
+
+
+# A generated passphrase: three or more lower-case words of four letters or more joined by one separator
+# (maple.pepper.summer, tiger-falcon-orchid), as password managers and diceware make them. An attribute chain or a
+# setting's key names what it holds (settings.database.password, kubernetes.io/tls, dev-secret-key): a part that
+# names a secret, or a short part (self, db, io, env), makes it a name.
+_PASSPHRASE = re.compile(r"[a-z]{4,12}(?P<sep>[.-])[a-z]{4,12}(?:(?P=sep)[a-z]{4,12}){1,6}")
+_NAME_PART = re.compile(r"key|secret|token|pass|pwd|credential|auth|user|name|config|setting|option|param|environ")
+
+
+def looks_passphrase(value: str) -> bool:
+    return _PASSPHRASE.fullmatch(value) is not None and _NAME_PART.search(value) is None
+
+
+# A word in braces is a template's field ({password}, {db_user}, {0}, {userName}) when it is shaped like a name;
+# a mixed-case run that no naming style makes ({KsKeRZyjtbgUF}, {PgTeB1IGO3MITtVD}) is a value that starts with a
+# brace.
+_NAME_SHAPED = re.compile(
+    r"[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*|[A-Z_][A-Z0-9_]*|[a-z]+(?:[A-Z][a-z0-9]+)+|(?:[A-Z][a-z0-9]+)+|\d*"
+)
+_BRACED_WORD = re.compile(r"\{?(?P<word>[A-Za-z0-9]{8,60})\}?")
+
+
+def braced_value(value: str) -> bool:
+    """``{word}`` or ``{word`` whose word no naming style makes: a value, not a template or a literal."""
+    m = _BRACED_WORD.fullmatch(value)
+    return m is not None and value[:1] == "{" and _NAME_SHAPED.fullmatch(m.group("word")) is None
