@@ -324,7 +324,7 @@ def blind_section(r: dict) -> str:
 
 
 def blind_v2_section(r: dict) -> str:
-    """Blind v2's pastes, measured once: the scrubber figure that says how its rules generalise."""
+    """Blind v2's pastes: measured once, then its misses were examined, so now a regression check."""
     blind = r.get("blind_v2")
     if not blind:
         return ""
@@ -332,11 +332,13 @@ def blind_v2_section(r: dict) -> str:
     rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
     kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
-        f"\n\nBlind v2: {blind['pastes']} pastes of {len(blind['shapes'])} shapes (`bench/corpus_blind2.py`, seed "
-        f"{blind['seed']}), written by another engineer who read neither the scrubber nor any corpus above, and "
-        "measured once, after blind v1's classes were fixed; nothing in the scrubber was changed for what it misses. "
-        "Share [95% Wilson interval] (n items; items in one paste are not independent, so the interval is "
-        "optimistic):\n\n"
+        f"\n\nBlind v2, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
+        f"(`bench/corpus_blind2.py`, seed {blind['seed']}), written by another engineer who read neither the "
+        "scrubber nor any corpus above. Measured once, after blind v1's classes were fixed, ichor removed 0.941 "
+        "[0.925, 0.953] (n=1,109) and kept 0.985 [0.972, 0.992] (n=601); that is the honest figure. The classes "
+        "behind its misses were then fixed, so the figures below are a regression check, not a measure of "
+        "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
+        "interval is optimistic):\n\n"
         + table(["tool", "removed", "must-stay kept"], rows)
         + "\n\nichor on blind v2, removed per kind of item:\n\n"
         + table(["kind", "removed"], kinds)
