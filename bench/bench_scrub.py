@@ -400,13 +400,15 @@ def hostile_texts() -> dict[str, str]:
         "bracketed-values": _repeat("PASSWORD=<Cedar>6111 SECRET={Xy7abc}#58 KEY=<random 64 hex chars> ", n),
         "zsh-folder-prompts": _repeat("priya@devbox api % ls\n", n),
         # A user and a password as a call's literals, secret-named lists, passphrases, brace-led values, switch
-        # clusters before -u, and runs shaped like a Discord bot token's first part.
+        # clusters before -u, runs shaped like a Discord bot token's first part, and userinfo names.
         "login-calls": _repeat('login("a", "b", ', n),
         "secret-lists": _repeat('api_key = ["Xy7abc9q1", ', n),
         "passphrases": _repeat("password: maple.pepper.summer\n", n),
         "braces": _repeat("password: {KsKeRZyjtbgUF}\n", n),
         "switch-clusters": _repeat("curl -su a:b ", n),
         "dotted-runs": _repeat("M" * 24 + ".abcdef.", n),
+        "userinfo": _repeat("basic.auth.user.info=K1:Xy7abc9q1 ", n),
+        "info-colons": _repeat("info: ", n),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),

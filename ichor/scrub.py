@@ -44,7 +44,7 @@ from .scrub_layouts import (
     find_table_values,
     find_url_token_users,
 )
-from .scrub_names import NAME_GATE, find_assignments, is_expression
+from .scrub_names import NAME_GATE, USERINFO_GATE, find_assignments, is_expression
 from .scrub_statements import GATE as statement_gate
 from .scrub_statements import find_statement_secrets
 from .scrub_values import decodes_to_credentials, has_digit, kept_value, looks_like_credential
@@ -444,7 +444,7 @@ SECRET_RULES: tuple[Rule, ...] = (
 
 # --- the finders of names and their values (ichor.scrub_names, ichor.scrub_layouts) as rules -------------
 
-ENV_RULE = Rule("env_secret", find_assignments, gate=NAME_GATE, checks_values=True)
+ENV_RULE = Rule("env_secret", find_assignments, gate=NAME_GATE + USERINFO_GATE, checks_values=True)
 TABLE_RULE = Rule("env_secret", find_table_values, gate=("|",), checks_values=True, settles=True)
 LAYOUT_RULE = Rule("env_secret", find_other_layouts, gate=NAME_GATE, checks_values=True, settles=True)
 PGPASS_RULE = Rule("env_secret", find_pgpass_passwords, gate=(":",), checks_values=True, settles=True)

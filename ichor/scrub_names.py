@@ -55,6 +55,9 @@ def is_expression(value: str) -> bool:
 
 
 NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
+# A URI's userinfo given apart from its URI holds "user:password": Confluent's basic.auth.user.info=KEY:SECRET.
+USERINFO_GATE = ("userinfo", "user_info", "user.info", "user-info")
+_USERINFO_NAME = re.compile(r"(?i)(?:\w*_)?user_?info")
 NAME_GATE_RE = re.compile("|".join(NAME_GATE), re.IGNORECASE)
 _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 
@@ -65,7 +68,8 @@ _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 # The first letter is matched case by case and the word after it dispatched on it by a lookbehind: a pattern that
 # starts with a set of letters lets the engine skip to the next such letter instead of trying every position.
 _NAMED_OPERATOR = re.compile(
-    r"[kKsStTpPcC](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w)|(?<=c)redentials?)"
+    r"[kKsStTpPcCiI](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w)|(?<=c)redentials?|"
+    r"(?<=i)nfo)"
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + ")"
@@ -227,8 +231,10 @@ _NOT_GLUED = {"bypass", "compass", "encompass", "trespass", "surpass", "overpass
 def name_strength(raw_name: str) -> str | None:
     """How surely a name holds a secret: "strong" (DB_PASSWORD, rootPassword, PGPASSWORD), "glued" for a secret
     word glued on in lower case (requirepass: only a value that looks generated), "weak" for a generic *_KEY,
-    else None."""
+    "userinfo" for a name that holds "user:password", else None."""
     name = _CAMEL_STEP.sub("_", _normal_name(raw_name))
+    if _USERINFO_NAME.fullmatch(name):
+        return "userinfo"
     if _STRONG_NAME.fullmatch(name):
         return "strong"
     if _KEY_NAME.fullmatch(name):
@@ -250,6 +256,8 @@ def assignment_value(
         return None  # already removed, or code: (a * b), [x], {...}
     if quote is None and is_expression(value):
         return None  # code: tokenizer.eos_token, os.environ[...], get_token()
+    if strength == "userinfo":
+        return _userinfo_password(value, start, end)
     if is_template(value) or is_placeholder(value):
         return None
     if strength == "weak":
@@ -267,6 +275,15 @@ def assignment_value(
         if value.isdigit() and not _DIGITS_NAME.search(name):
             return None  # MAX_TOKEN=4096
     return start, end
+
+
+def _userinfo_password(value: str, start: int, end: int) -> tuple[int, int] | None:
+    """The password of a "user:password" value; the user stays, as in a URL."""
+    colon = value.find(":")
+    secret = value[colon + 1 :]
+    if colon < 1 or not secret or is_template(secret) or is_placeholder(secret) or not looks_generated(secret):
+        return None
+    return start + colon + 1, end
 
 
 _CLOSING = {"(": ")", "[": "]", "{": "}"}

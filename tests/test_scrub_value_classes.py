@@ -201,3 +201,35 @@ def test_notion_integration_secret_goes(template):
 )
 def test_dotted_code_and_prefixed_names_stay(text):
     kept(text)
+
+
+# --- a URI's userinfo given apart from its URI ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "schema.registry.basic.auth.user.info={u}:{p}\n",
+        'userInfo = "{u}:{p}"',
+        "  basic.auth.user.info: {u}:{p}\n",
+        "SR_USER_INFO={u}:{p}",
+    ],
+)
+def test_userinfo_password_goes_and_user_stays(template):
+    user, secret = token(16, string.ascii_uppercase + string.digits), token(40, B62 + "+/")
+    out = scrub(template.format(u=user, p=secret)).text
+    assert secret not in out and user in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "basic.auth.user.info=${SR_KEY}:${SR_SECRET}",
+        "info: starting server on :8080",
+        '"info": "abc:def123"',
+        "user_info = {'name': 'x'}",
+        "userinfo: admin:changeme",
+    ],
+)
+def test_userinfo_near_misses_stay(text):
+    kept(text)
