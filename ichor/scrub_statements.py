@@ -74,6 +74,13 @@ _LOGIN_PAIR = re.compile(
     r"[lLcC](?<![\w-][lLcC])(?i:(?<=l)ogins?|(?<=c)red(?:entials|s))[ \t]*(?:(?i:is|are)[ \t]+|:[ \t]*)"
     r"""[^\s/]{1,64}[ \t]+/[ \t]+(?!\[REDACTED)(?P<value>[^\s"']{1,256})"""
 )
+# A sentence that names a secret, then a few words, then a colon and the value: "the admin password for
+# staging: X", "she put her password in the ticket too: X". The words between are words, not code or a path.
+_PROSE_COLON = re.compile(
+    r"[pPaAtTsS](?<![\w-][pPaAtTsS])(?i:(?<=p)ass(?:word|phrase|code)|(?<=a)pi[ _-]?key|(?<=t)oken|(?<=s)ecret)"
+    r"(?:[ \t]+[A-Za-z']{1,20}){1,6}:[ \t]+"
+    r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"']{1,256})"""
+)
 _TRAILING_PUNCTUATION = ".,;:)"  # not "!" or "?": passwords end with them too
 
 
@@ -142,10 +149,16 @@ def _cookie_jar_values(text: str) -> Iterator[tuple[int, int]]:
             yield m.start("value"), m.start("value") + len(value)
 
 
+def _prose_colon_value(value: str) -> bool:
+    """Random-looking and not a count or a version: "token usage for the run: 12,345" is not a token."""
+    return len(value) >= 8 and looks_random(value) and not value.replace(",", "").replace(".", "").isdigit()
+
+
 def _prose_values(text: str) -> Iterator[tuple[int, int]]:
     # "The password is X" needs a value that looks random ("the password is wrong" stays); in "login is admin / X"
     # the layout vouches for the value, so a passphrase of words joined by hyphens goes too.
-    for pattern, looks_secret in ((_PROSE_SECRET, looks_random), (_LOGIN_PAIR, looks_generated)):
+    patterns = ((_PROSE_SECRET, looks_random), (_LOGIN_PAIR, looks_generated), (_PROSE_COLON, _prose_colon_value))
+    for pattern, looks_secret in patterns:
         for m in pattern.finditer(text):
             reach = max(0, m.start() - _PROSE_NAME_REACH)
             if pattern is _PROSE_SECRET and not _PROSE_NAME.search(text, reach, m.start() + 1):

@@ -233,3 +233,34 @@ def test_userinfo_password_goes_and_user_stays(template):
 )
 def test_userinfo_near_misses_stay(text):
     kept(text)
+
+
+# --- prose that names a secret, then a few words, then a colon and the value ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "She put her password in the ticket too: {v}. Our template says to reply first.",
+        "the admin password for staging: {v}",
+        "Here is the API key we use on prod: {v}",
+        "My token for the bot: {v}\n",
+    ],
+)
+@pytest.mark.parametrize("value", [passphrase("-", 2) + "-" + token(2, string.digits), token(24, B62 + "+/")])
+def test_secret_named_in_prose_before_a_colon_goes(template, value):
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The password requirements are: at least 8 characters",
+        "Token usage for the run: 12,345",
+        "Token usage for the run: 1.25",
+        "The secret is in the vault: see the runbook",
+        "password reset flow: /account/reset",
+    ],
+)
+def test_prose_colon_near_misses_stay(text):
+    kept(text)
