@@ -400,7 +400,8 @@ def hostile_texts() -> dict[str, str]:
         "bracketed-values": _repeat("PASSWORD=<Cedar>6111 SECRET={Xy7abc}#58 KEY=<random 64 hex chars> ", n),
         "zsh-folder-prompts": _repeat("priya@devbox api % ls\n", n),
         # A user and a password as a call's literals, secret-named lists, passphrases, brace-led values, switch
-        # clusters before -u, runs shaped like a Discord bot token's first part, userinfo names, prose then a colon.
+        # clusters before -u, runs shaped like a Discord bot token's first part, userinfo names, prose then a colon,
+        # cookie strings after their name.
         "login-calls": _repeat('login("a", "b", ', n),
         "secret-lists": _repeat('api_key = ["Xy7abc9q1", ', n),
         "passphrases": _repeat("password: maple.pepper.summer\n", n),
@@ -411,6 +412,7 @@ def hostile_texts() -> dict[str, str]:
         "info-colons": _repeat("info: ", n),
         "prose-colons": _repeat("the password for the staging box: Xy7abc9q! ", n),
         "prose-words": _repeat("password a b c d e f g ", n),
+        "cookie-strings": _repeat("document.cookie = 'sid=Xy7abc9q1234abcd; a=b'\n> document.cookie\n'", n),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),

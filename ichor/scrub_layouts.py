@@ -229,9 +229,11 @@ _AUTHORIZATION = re.compile(
     r"""(?i:authorization)(?<![\w-]authorization)["']?[ \t]*[:=][ \t]*["']?"""
     r"""(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?(?!\[REDACTED)(?P<token>[A-Za-z0-9._~+/=-]{16,})"""
 )
-# The cookies of a Cookie or Set-Cookie header, or of curl's -b/--cookie: "name=value; name=value".
+# The cookies of a Cookie or Set-Cookie header, of curl's -b/--cookie, or of a cookie string assigned or shown
+# after its name (document.cookie = "...", a console's document.cookie then its output): "name=value; name=value".
 _COOKIE_HEADER = re.compile(
-    r"""(?:(?i:(?:set-)?cookie)(?<![\w-]cookie)(?<![\w-]set-cookie)[ \t]*:|(?<![\w-])(?:-b|--cookie)[ \t]+["']?)"""
+    r"""(?:(?i:(?:set-)?cookie)(?<![\w-]cookie)(?<![\w-]set-cookie)[ \t]*(?::|=(?!=)[ \t]*["'`]?|\r?\n[ \t]*["'`])|"""
+    r"""(?<![\w-])(?:-b|--cookie)[ \t]+["']?)"""
     r"""(?P<cookies>[^\n"']{1,4096})"""
 )
 _COOKIE = re.compile(r"(?:^|;)[ \t]*(?P<name>[^=;\s]{1,128})=(?!\[REDACTED)(?P<value>[^;\s]{1,4096})")

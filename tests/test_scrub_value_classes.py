@@ -264,3 +264,34 @@ def test_secret_named_in_prose_before_a_colon_goes(template, value):
 )
 def test_prose_colon_near_misses_stay(text):
     kept(text)
+
+
+# --- a cookie string assigned or shown after its name ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "> document.cookie\n'{n}={v}; _ga=GA1.2.3.4'\n",
+        'document.cookie = "{n}={v}; theme=dark";',
+        "cookie=`{n}={v}`",
+        "Cookie: {n}={v}",
+    ],
+)
+@pytest.mark.parametrize("name", ["connect.sid", "sessionid", "PHPSESSID"])
+def test_session_cookie_in_a_cookie_string_goes(template, name):
+    value = "s%3A" + token(32, B62 + "-_") + "." + token(43, B62 + "-_")
+    gone(template.format(n=name, v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "if (document.cookie == other) {",
+        "I ate a cookie\nand then API=abc",
+        'document.cookie = "theme=dark; lang=en"',
+        "> document.cookie\n''",
+    ],
+)
+def test_cookie_near_misses_stay(text):
+    kept(text)
