@@ -827,6 +827,73 @@ def wire_transfer_email(rng: random.Random) -> Paste:
     return Paste("wire_transfer_email", text, [("iban", acct), ("phone", tel), ("email", mail)], [])
 
 
+def maven_settings_xml(rng: random.Random) -> Paste:
+    pw, pw2 = password(rng).replace("&", "+").replace("<", "!"), password(rng).replace("&", "+").replace("<", "!")
+    text = (
+        "<settings>\n  <servers>\n    <server>\n      <id>nexus-releases</id>\n      <username>deploy</username>\n"
+        f"      <password>{pw}</password>\n    </server>\n  </servers>\n</settings>\n\n<!-- web.config -->\n"
+        f'<add key="SmtpPassword" value="{pw2}" />\n'
+    )
+    return Paste("maven_settings_xml", text, [("password", pw), ("password", pw2)], ["nexus-releases"])
+
+
+def pgpass_netrc(rng: random.Random) -> Paste:
+    pw, pw2 = password(rng).replace(":", ""), password(rng).replace(" ", "")
+    text = (
+        "$ cat ~/.pgpass\n"
+        f"db.internal:5432:analytics:report_ro:{pw}\n"
+        "$ cat ~/.netrc\n"
+        f"machine artifactory.acme.internal login ci password {pw2}\n"
+        "$ chmod 600 ~/.pgpass  # still asks for a password?\n"
+    )
+    return Paste("pgpass_netrc", text, [("password", pw), ("password", pw2)], ["chmod 600 ~/.pgpass"])
+
+
+def dockerfile_env(rng: random.Random) -> Paste:
+    pw, key = password(rng).replace('"', ""), provider_key(rng, rng.choice(["replicate", "groq", "huggingface"]))[1]
+    text = (
+        "FROM python:3.12-slim\nARG PIP_INDEX_URL\n"
+        f'ENV DB_PASS="{pw}" \\\n    MODEL_API_KEY={key}\n'
+        "COPY . /app\nRUN pip install -r /app/requirements.txt\n"
+    )
+    return Paste("dockerfile_env", text, [("password", pw), ("api_key", key)], ["python:3.12-slim"])
+
+
+def jupyter_cell_json(rng: random.Random) -> Paste:
+    key = provider_key(rng, rng.choice(["openai", "anthropic"]))[1]
+    cell = {
+        "cell_type": "code",
+        "execution_count": rng.randint(1, 40),
+        "metadata": {},
+        "source": ["import openai\n", f'openai.api_key = "{key}"\n', "openai.models.list()"],
+        "outputs": [],
+    }
+    text = "my .ipynb won't render on GitHub, here is the cell:\n" + json.dumps(cell, indent=1)
+    return Paste("jupyter_cell_json", text, [("api_key", key)], ['"cell_type": "code"'])
+
+
+def sql_create_user(rng: random.Random) -> Paste:
+    pw, pw2 = password(rng).replace("'", ""), password(rng).replace("'", "")
+    text = (
+        f"CREATE USER 'etl'@'%' IDENTIFIED BY '{pw}';\nGRANT SELECT ON warehouse.* TO 'etl'@'%';\n"
+        f"ALTER ROLE reporting WITH LOGIN PASSWORD '{pw2}' VALID UNTIL '2027-01-01';\n"
+        "-- ERROR 1396 (HY000): Operation CREATE USER failed for 'etl'@'%'\n"
+    )
+    return Paste("sql_create_user", text, [("password", pw), ("password", pw2)], ["GRANT SELECT ON warehouse.*"])
+
+
+def git_remote_token(rng: random.Random) -> Paste:
+    tok = provider_key(rng, rng.choice(["github_pat", "github_fine", "gitlab"]))[1]
+    user = username(rng)
+    text = (
+        "$ git remote -v\n"
+        f"origin\thttps://{user}:{tok}@github.com/acme/infra.git (fetch)\n"
+        f"origin\thttps://{user}:{tok}@github.com/acme/infra.git (push)\n"
+        "$ git push\nremote: Permission to acme/infra.git denied.\n"
+    )
+    return Paste("git_remote_token", text, [("token", tok)], ["acme/infra.git"])
+
+
 # ---------------------------------------------------------------- near-miss-only shapes (nothing must go)
 
 
@@ -962,6 +1029,12 @@ SHAPES: dict[str, Callable[[random.Random], Paste]] = {
         pytest_fixture_real_customer,
         sms_gateway_log,
         wire_transfer_email,
+        maven_settings_xml,
+        pgpass_netrc,
+        dockerfile_env,
+        jupyter_cell_json,
+        sql_create_user,
+        git_remote_token,
         lockfile_excerpt,
         git_log_paste,
         placeholder_env_example,
