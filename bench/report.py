@@ -347,7 +347,7 @@ def blind_v2_section(r: dict) -> str:
 
 
 def blind_v3_section(r: dict) -> str:
-    """Blind v3's pastes, measured once: the scrubber figure that says how its rules generalise."""
+    """Blind v3's pastes: measured once, then its misses were examined, so now a regression check."""
     blind = r.get("blind_v3")
     if not blind:
         return ""
@@ -355,11 +355,13 @@ def blind_v3_section(r: dict) -> str:
     rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
     kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
-        f"\n\nBlind v3: {blind['pastes']} pastes of {len(blind['shapes'])} shapes (`bench/corpus_blind3.py`, seed "
-        f"{blind['seed']}), written by a third engineer who read neither the scrubber nor any corpus above, and "
-        "measured once, after blind v2's classes were fixed; nothing in the scrubber was changed for what it misses. "
-        "Share [95% Wilson interval] (n items; items in one paste are not independent, so the interval is "
-        "optimistic):\n\n"
+        f"\n\nBlind v3, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
+        f"(`bench/corpus_blind3.py`, seed {blind['seed']}), written by a third engineer who read neither the "
+        "scrubber nor any corpus above. Measured once, after blind v2's classes were fixed, ichor removed 0.960 "
+        "[0.942, 0.973] (n=624) and kept 1.0 [0.992, 1.0] (n=501); that is the honest figure. Its misses were then "
+        "read and grouped into classes, so the figures below are a regression check, not a measure of "
+        "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
+        "interval is optimistic):\n\n"
         + table(["tool", "removed", "must-stay kept"], rows)
         + "\n\nichor on blind v3, removed per kind of item:\n\n"
         + table(["kind", "removed"], kinds)
