@@ -261,10 +261,11 @@ def _basic_credentials(m: re.Match) -> bool:
 
 # An option's value: quoted, or a word that does not start like another option or a placeholder.
 _SECRET_WORD = r"""(?!["']?\[REDACTED)(?:"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"'-][^\s"']{0,255})"""
-# curl -u user:password, --user=user:password (the user stays); -u may end a cluster of curl's switches (-su, -kLu)
+# curl -u user:password, --user=user:password, the password alone quoted or not (the user stays);
+# -u may end a cluster of curl's switches (-su, -kLu)
 _CLI_USER = re.compile(
     r"""-(?<![\w-]-)(?:[sSfkLvi]{0,3}u|-user)(?:=|[ \t]+)["']?[^\s:"'@]{1,64}:"""
-    r"""(?!\[REDACTED)(?P<secret>[^\s"']{1,256})"""
+    r"""(?P<q>["']?)(?!\[REDACTED)(?P<secret>[^\s"']{1,256})(?P=q)"""
 )
 # --password SECRET, --token SECRET, --api-key SECRET: a secret-named long option and the next word
 _CLI_LONG = re.compile(

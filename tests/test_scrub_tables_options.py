@@ -475,3 +475,21 @@ def test_a_password_that_starts_like_a_yaml_tag_or_anchor_is_removed(value):
 
 def test_a_home_assistant_secret_reference_stays():
     assert scrub("password: !secret db_password").text == "password: !secret db_password"
+
+
+# --- a user:password credential argument whose password alone is quoted ------------------------------------
+
+QUOTED_USERINFO = [
+    "curl -u {u}:'{v}' https://ci.example.internal/api/json",
+    'curl --user {u}:"{v}" -X POST https://ci.example.internal/build',
+    "curl -su {u}:'{v}' https://registry.example.internal/v2/",
+    "curl --user={u}:'{v}' https://example.internal",
+]
+
+
+@pytest.mark.parametrize("shape", QUOTED_USERINFO)
+def test_a_quoted_password_after_user_colon_is_removed_and_the_user_and_quotes_stay(shape):
+    user, value = RNG.choice(["ana", "dev.ops", "ci_bot"]), secret()
+    out = assert_removed(shape.format(u=user, v=value), value)
+    assert f"{user}:" in out
+    assert scrub(out).text == out
