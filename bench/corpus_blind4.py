@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Blind held-out corpus of developer pastes for the scrubber, written without seeing the scrubber or earlier corpora.
 
 Every secret is assembled at run time from a seeded generator, so no real-looking secret exists in this source.
