@@ -277,9 +277,6 @@ def scrub_heldout_section(r: dict) -> str:
     held = r.get("heldout")
     if not held:
         return ""
-    tools = held["tools"]
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
-    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     overall = r.get("overall_in_sample") or {}
     latency = r.get("latency") or {}
     hostile = r.get("hostile_50k") or {}
@@ -290,9 +287,7 @@ def scrub_heldout_section(r: dict) -> str:
         "written before ichor was measured on them. The classes behind its misses were then examined and fixed, so "
         "it is a regression check, not a measure of how the rules generalise. Share [95% Wilson interval] (n items; "
         "items in one paste are not independent, so the interval is optimistic):\n\n"
-        + table(["tool", "removed", "must-stay kept"], rows)
-        + "\n\nichor on the held-out pastes, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
+        + paste_tables(held["tools"], "the held-out pastes")
         + blind_section(r)
         + f"\n\nPer message (1–12 corpus chunks, {fmt(latency.get('messages'))} messages): p50 "
         f"{fmt(latency.get('p50_ms'))} ms, p99 {fmt(latency.get('p99_ms'))} ms. 50,000 characters of hostile text, "
@@ -301,14 +296,22 @@ def scrub_heldout_section(r: dict) -> str:
     )
 
 
+def paste_tables(tools: dict, corpus: str) -> str:
+    """Removed and kept per tool on a paste corpus, then ichor's removed share per kind of item."""
+    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
+    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
+    return (
+        table(["tool", "removed", "must-stay kept"], rows)
+        + f"\n\nichor on {corpus}, removed per kind of item:\n\n"
+        + table(["kind", "removed"], kinds)
+    )
+
+
 def blind_section(r: dict) -> str:
     """Blind v1's pastes: measured once, then its misses were examined, so now a regression check."""
     blind = r.get("blind")
     if not blind:
         return ""
-    tools = blind["tools"]
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
-    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
         f"\n\nBlind v1, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
         f"(`bench/corpus_blind.py`, seed {blind['seed']}), written by an engineer who never read the scrubber, its "
@@ -316,9 +319,7 @@ def blind_section(r: dict) -> str:
         "[0.941, 0.973] (n=620); that is the honest figure. The classes behind its misses and over-scrubs were then "
         "fixed, so the figures below are a regression check, not a measure of generalisation. Share [95% Wilson "
         "interval] (n items; items in one paste are not independent, so the interval is optimistic):\n\n"
-        + table(["tool", "removed", "must-stay kept"], rows)
-        + "\n\nichor on the blind pastes, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
+        + paste_tables(blind["tools"], "the blind pastes")
         + blind_v2_section(r)
     )
 
@@ -328,9 +329,6 @@ def blind_v2_section(r: dict) -> str:
     blind = r.get("blind_v2")
     if not blind:
         return ""
-    tools = blind["tools"]
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
-    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
         f"\n\nBlind v2, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
         f"(`bench/corpus_blind2.py`, seed {blind['seed']}), written by another engineer who read neither the "
@@ -338,11 +336,7 @@ def blind_v2_section(r: dict) -> str:
         "[0.925, 0.953] (n=1,109) and kept 0.985 [0.972, 0.992] (n=601); that is the honest figure. The classes "
         "behind its misses were then fixed, so the figures below are a regression check, not a measure of "
         "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
-        "interval is optimistic):\n\n"
-        + table(["tool", "removed", "must-stay kept"], rows)
-        + "\n\nichor on blind v2, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
-        + blind_v3_section(r)
+        "interval is optimistic):\n\n" + paste_tables(blind["tools"], "blind v2") + blind_v3_section(r)
     )
 
 
@@ -351,9 +345,6 @@ def blind_v3_section(r: dict) -> str:
     blind = r.get("blind_v3")
     if not blind:
         return ""
-    tools = blind["tools"]
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
-    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
         f"\n\nBlind v3, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
         f"(`bench/corpus_blind3.py`, seed {blind['seed']}), written by a third engineer who read neither the "
@@ -361,11 +352,7 @@ def blind_v3_section(r: dict) -> str:
         "[0.942, 0.973] (n=624) and kept 1.0 [0.992, 1.0] (n=501); that is the honest figure. Its misses were then "
         "read and grouped into classes, so the figures below are a regression check, not a measure of "
         "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
-        "interval is optimistic):\n\n"
-        + table(["tool", "removed", "must-stay kept"], rows)
-        + "\n\nichor on blind v3, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
-        + blind_v4_section(r)
+        "interval is optimistic):\n\n" + paste_tables(blind["tools"], "blind v3") + blind_v4_section(r)
     )
 
 
@@ -374,18 +361,12 @@ def blind_v4_section(r: dict) -> str:
     blind = r.get("blind_v4")
     if not blind:
         return ""
-    tools = blind["tools"]
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
-    kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
     return (
         f"\n\nBlind v4: {blind['pastes']} pastes of {len(blind['shapes'])} shapes (`bench/corpus_blind4.py`, seed "
         f"{blind['seed']}), written by a fourth engineer who read neither the scrubber nor any corpus above, and "
         "measured once, after blind v3's classes were fixed; nothing in the scrubber was changed for what it misses. "
         "Share [95% Wilson interval] (n items; items in one paste are not independent, so the interval is "
-        "optimistic):\n\n"
-        + table(["tool", "removed", "must-stay kept"], rows)
-        + "\n\nichor on blind v4, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
+        "optimistic):\n\n" + paste_tables(blind["tools"], "blind v4")
     )
 
 
