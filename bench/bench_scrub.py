@@ -45,6 +45,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass
+from types import ModuleType
 
 from . import corpus, corpus_blind, corpus_blind2, corpus_blind3, corpus_blind4, corpus_heldout, write_result
 
@@ -238,11 +239,49 @@ HELDOUT_V1 = (
     "behind its misses were fixed after examining them, so this is a regression check, not a measure of "
     "generalisation; removed = the item's text is gone"
 )
-BLIND = (
-    "blind v1, misses examined: pastes written by an engineer who never read the scrubber, its rules or its other "
-    "corpora; measured once (removed 0.932 [0.914, 0.947] n=929, kept 0.960 [0.941, 0.973] n=620), then the classes "
-    "behind its misses and over-scrubs were fixed, so this is a regression check, not a measure of generalisation; "
-    "removed = the item's text is gone"
+
+
+@dataclass(frozen=True)
+class BlindCorpus:
+    """A paste corpus written by someone who never read the scrubber, measured once before its misses were read."""
+
+    key: str  # its entry in the results
+    name: str
+    module: ModuleType
+    measured_once: dict | None = None  # ichor's figure then, once its misses have been examined; None before
+
+    @property
+    def what(self) -> str:
+        written = "pastes written by an engineer who never read the scrubber, its rules or the other corpora"
+        gone = "removed = the item's text is gone"
+        if self.measured_once is None:
+            return (
+                f"{self.name}: {written}, measured once; nothing in the scrubber may change for what it misses; {gone}"
+            )
+        removed, kept = self.measured_once["removed"], self.measured_once["kept"]
+        return (
+            f"{self.name}, misses examined: {written}; measured once (removed {removed['share']} "
+            f"{removed['wilson95']} n={removed['n']}, kept {kept['share']} {kept['wilson95']} n={kept['n']}), then "
+            f"the classes behind its misses were fixed, so this is a regression check, not a measure of "
+            f"generalisation; {gone}"
+        )
+
+    @property
+    def target(self) -> str:
+        return self.name.replace(" ", "_") + ("_misses_examined" if self.measured_once else "")
+
+
+def _once(removed: tuple[float, int, list[float]], kept: tuple[float, int, list[float]]) -> dict:
+    return {name: {"share": v[0], "n": v[1], "wilson95": v[2]} for name, v in (("removed", removed), ("kept", kept))}
+
+
+BLIND_CORPORA = (
+    BlindCorpus("blind", "blind v1", corpus_blind, _once((0.932, 929, [0.914, 0.947]), (0.960, 620, [0.941, 0.973]))),
+    BlindCorpus(
+        "blind_v2", "blind v2", corpus_blind2, _once((0.941, 1109, [0.925, 0.953]), (0.985, 601, [0.972, 0.992]))
+    ),
+    BlindCorpus("blind_v3", "blind v3", corpus_blind3, _once((0.960, 624, [0.942, 0.973]), (1.0, 501, [0.992, 1.0]))),
+    BlindCorpus("blind_v4", "blind v4", corpus_blind4),
 )
 
 
@@ -250,68 +289,11 @@ def run_heldout(config: ScrubBenchConfig) -> dict:
     return run_pastes(corpus_heldout, config.seed + 1, config.pastes, HELDOUT_V1)
 
 
-# ichor on blind v1 when it was measured once, before its misses were examined: the honest figure.
-BLIND_MEASURED_ONCE = {
-    "removed": {"share": 0.932, "n": 929, "wilson95": [0.914, 0.947]},
-    "kept": {"share": 0.960, "n": 620, "wilson95": [0.941, 0.973]},
-}
-
-
-def run_blind(config: ScrubBenchConfig) -> dict:
-    return {
-        **run_pastes(corpus_blind, config.seed, config.blind_pastes, BLIND),
-        "ichor_measured_once": BLIND_MEASURED_ONCE,
-    }
-
-
-BLIND_V2 = (
-    "blind v2, misses examined: pastes written by an engineer who never read the scrubber, its rules or the other "
-    "corpora; measured once (removed 0.941 [0.925, 0.953] n=1109, kept 0.985 [0.972, 0.992] n=601), then the "
-    "classes behind its misses were fixed, so this is a regression check, not a measure of generalisation; "
-    "removed = the item's text is gone"
-)
-# ichor on blind v2 when it was measured once, before its misses were examined: the honest figure.
-BLIND_V2_MEASURED_ONCE = {
-    "removed": {"share": 0.941, "n": 1109, "wilson95": [0.925, 0.953]},
-    "kept": {"share": 0.985, "n": 601, "wilson95": [0.972, 0.992]},
-}
-
-
-def run_blind_v2(config: ScrubBenchConfig) -> dict:
-    return {
-        **run_pastes(corpus_blind2, config.seed, config.blind_pastes, BLIND_V2),
-        "ichor_measured_once": BLIND_V2_MEASURED_ONCE,
-    }
-
-
-BLIND_V3 = (
-    "blind v3, misses examined: pastes written by an engineer who never read the scrubber, its rules or the other "
-    "corpora; measured once (removed 0.960 [0.942, 0.973] n=624, kept 1.0 [0.992, 1.0] n=501), then its misses "
-    "were read and grouped into classes, so this is no longer a measure of generalisation; "
-    "removed = the item's text is gone"
-)
-# ichor on blind v3 when it was measured once, before its misses were examined: the honest figure.
-BLIND_V3_MEASURED_ONCE = {
-    "removed": {"share": 0.960, "n": 624, "wilson95": [0.942, 0.973]},
-    "kept": {"share": 1.0, "n": 501, "wilson95": [0.992, 1.0]},
-}
-
-
-def run_blind_v3(config: ScrubBenchConfig) -> dict:
-    return {
-        **run_pastes(corpus_blind3, config.seed, config.blind_pastes, BLIND_V3),
-        "ichor_measured_once": BLIND_V3_MEASURED_ONCE,
-    }
-
-
-BLIND_V4 = (
-    "blind v4: pastes written by an engineer who never read the scrubber, its rules or the other corpora, "
-    "measured once; nothing in the scrubber may change for what it misses; removed = the item's text is gone"
-)
-
-
-def run_blind_v4(config: ScrubBenchConfig) -> dict:
-    return run_pastes(corpus_blind4, config.seed, config.blind_pastes, BLIND_V4)
+def run_blind(blind: BlindCorpus, config: ScrubBenchConfig) -> dict:
+    """Every tool on a blind corpus, with ichor's once-measured figure beside it when there is one."""
+    measured = run_pastes(blind.module, config.seed, config.blind_pastes, blind.what)
+    once = {"ichor_measured_once": blind.measured_once} if blind.measured_once else {}
+    return {**measured, "name": blind.name, "corpus": f"bench/{blind.module.__name__.rsplit('.', 1)[-1]}.py", **once}
 
 
 def run_pastes(module, seed: int, n: int, what: str) -> dict:
@@ -567,14 +549,10 @@ def main(argv: list[str] | None = None) -> dict:
         tools[name] = run(text, found, near)
     print("scrub bench: held-out pastes ...", flush=True)
     heldout = run_heldout(config)
-    print("scrub bench: blind pastes ...", flush=True)
-    blind = run_blind(config)
-    print("scrub bench: blind v2 pastes ...", flush=True)
-    blind_v2 = run_blind_v2(config)
-    print("scrub bench: blind v3 pastes ...", flush=True)
-    blind_v3 = run_blind_v3(config)
-    print("scrub bench: blind v4 pastes ...", flush=True)
-    blind_v4 = run_blind_v4(config)
+    blinds = []
+    for blind in BLIND_CORPORA:
+        print(f"scrub bench: {blind.name} pastes ...", flush=True)
+        blinds.append((blind, run_blind(blind, config)))
     result = {
         "corpus": {
             "bytes": len(text.encode()),
@@ -585,27 +563,16 @@ def main(argv: list[str] | None = None) -> dict:
         "tools": tools,
         "overall_in_sample": overall(text, found, near),
         "heldout": heldout,
-        "blind": blind,
-        "blind_v2": blind_v2,
-        "blind_v3": blind_v3,
-        "blind_v4": blind_v4,
+        **{blind.key: measured for blind, measured in blinds},
         "latency": latency(config),
         "hostile_50k": hostile(),
         **compare(tools),
     }
     result["targets"]["hostile_50k_under_50_ms"] = result["hostile_50k"]["worst_ms"] < 50
-    ichor_blind = blind["tools"]["ichor"]
-    result["targets"]["blind_v1_misses_examined_removed_at_least_0.98"] = ichor_blind["removed"]["share"] >= 0.98
-    result["targets"]["blind_v1_misses_examined_kept_at_least_0.97"] = ichor_blind["kept"]["share"] >= 0.97
-    ichor_v2 = blind_v2["tools"]["ichor"]
-    result["targets"]["blind_v2_misses_examined_removed_at_least_0.98"] = ichor_v2["removed"]["share"] >= 0.98
-    result["targets"]["blind_v2_misses_examined_kept_at_least_0.97"] = ichor_v2["kept"]["share"] >= 0.97
-    ichor_v3 = blind_v3["tools"]["ichor"]
-    result["targets"]["blind_v3_misses_examined_removed_at_least_0.98"] = ichor_v3["removed"]["share"] >= 0.98
-    result["targets"]["blind_v3_misses_examined_kept_at_least_0.97"] = ichor_v3["kept"]["share"] >= 0.97
-    ichor_v4 = blind_v4["tools"]["ichor"]
-    result["targets"]["blind_v4_removed_at_least_0.98"] = ichor_v4["removed"]["share"] >= 0.98
-    result["targets"]["blind_v4_kept_at_least_0.97"] = ichor_v4["kept"]["share"] >= 0.97
+    for blind, measured in blinds:
+        ichor = measured["tools"]["ichor"]
+        result["targets"][f"{blind.target}_removed_at_least_0.98"] = ichor["removed"]["share"] >= 0.98
+        result["targets"][f"{blind.target}_kept_at_least_0.97"] = ichor["kept"]["share"] >= 0.97
     out = write_result("scrub", result, "python -m bench.bench_scrub")
     print(
         f"ichor {tools['ichor']['mb_per_s']} MB/s, detect-secrets {tools['detect-secrets']['mb_per_s']} MB/s "

@@ -288,7 +288,7 @@ def scrub_heldout_section(r: dict) -> str:
         "it is a regression check, not a measure of how the rules generalise. Share [95% Wilson interval] (n items; "
         "items in one paste are not independent, so the interval is optimistic):\n\n"
         + paste_tables(held["tools"], "the held-out pastes")
-        + blind_section(r)
+        + blind_sections(r)
         + f"\n\nPer message (1–12 corpus chunks, {fmt(latency.get('messages'))} messages): p50 "
         f"{fmt(latency.get('p50_ms'))} ms, p99 {fmt(latency.get('p99_ms'))} ms. 50,000 characters of hostile text, "
         f"best of {fmt(hostile.get('repeats'))} runs: worst case `{hostile.get('worst')}` at "
@@ -307,67 +307,33 @@ def paste_tables(tools: dict, corpus: str) -> str:
     )
 
 
-def blind_section(r: dict) -> str:
-    """Blind v1's pastes: measured once, then its misses were examined, so now a regression check."""
-    blind = r.get("blind")
-    if not blind:
-        return ""
-    return (
-        f"\n\nBlind v1, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
-        f"(`bench/corpus_blind.py`, seed {blind['seed']}), written by an engineer who never read the scrubber, its "
-        "rules or its other corpora. Measured once, ichor removed 0.932 [0.914, 0.947] (n=929) and kept 0.960 "
-        "[0.941, 0.973] (n=620); that is the honest figure. The classes behind its misses and over-scrubs were then "
-        "fixed, so the figures below are a regression check, not a measure of generalisation. Share [95% Wilson "
-        "interval] (n items; items in one paste are not independent, so the interval is optimistic):\n\n"
-        + paste_tables(blind["tools"], "the blind pastes")
-        + blind_v2_section(r)
+_PASTE_INTERVALS = (
+    "Share [95% Wilson interval] (n items; items in one paste are not independent, so the interval is optimistic):"
+)
+
+
+def blind_sections(r: dict) -> str:
+    """Every blind corpus of the run, in its order (``bench_scrub.BLIND_CORPORA``)."""
+    return "".join(_blind_section(v) for v in r.values() if isinstance(v, dict) and "corpus" in v and "name" in v)
+
+
+def _blind_section(blind: dict) -> str:
+    written = (
+        f"{blind['pastes']} pastes of {len(blind['shapes'])} shapes (`{blind['corpus']}`, seed {blind['seed']}), "
+        "written by an engineer who read neither the scrubber nor the corpora before it"
     )
-
-
-def blind_v2_section(r: dict) -> str:
-    """Blind v2's pastes: measured once, then its misses were examined, so now a regression check."""
-    blind = r.get("blind_v2")
-    if not blind:
-        return ""
-    return (
-        f"\n\nBlind v2, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
-        f"(`bench/corpus_blind2.py`, seed {blind['seed']}), written by another engineer who read neither the "
-        "scrubber nor any corpus above. Measured once, after blind v1's classes were fixed, ichor removed 0.941 "
-        "[0.925, 0.953] (n=1,109) and kept 0.985 [0.972, 0.992] (n=601); that is the honest figure. The classes "
-        "behind its misses were then fixed, so the figures below are a regression check, not a measure of "
-        "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
-        "interval is optimistic):\n\n" + paste_tables(blind["tools"], "blind v2") + blind_v3_section(r)
-    )
-
-
-def blind_v3_section(r: dict) -> str:
-    """Blind v3's pastes: measured once, then its misses were examined, so now a regression check."""
-    blind = r.get("blind_v3")
-    if not blind:
-        return ""
-    return (
-        f"\n\nBlind v3, misses examined: {blind['pastes']} pastes of {len(blind['shapes'])} shapes "
-        f"(`bench/corpus_blind3.py`, seed {blind['seed']}), written by a third engineer who read neither the "
-        "scrubber nor any corpus above. Measured once, after blind v2's classes were fixed, ichor removed 0.960 "
-        "[0.942, 0.973] (n=624) and kept 1.0 [0.992, 1.0] (n=501); that is the honest figure. Its misses were then "
-        "read and grouped into classes, so the figures below are a regression check, not a measure of "
-        "generalisation. Share [95% Wilson interval] (n items; items in one paste are not independent, so the "
-        "interval is optimistic):\n\n" + paste_tables(blind["tools"], "blind v3") + blind_v4_section(r)
-    )
-
-
-def blind_v4_section(r: dict) -> str:
-    """Blind v4's pastes, measured once: the scrubber figure that says how its rules generalise."""
-    blind = r.get("blind_v4")
-    if not blind:
-        return ""
-    return (
-        f"\n\nBlind v4: {blind['pastes']} pastes of {len(blind['shapes'])} shapes (`bench/corpus_blind4.py`, seed "
-        f"{blind['seed']}), written by a fourth engineer who read neither the scrubber nor any corpus above, and "
-        "measured once, after blind v3's classes were fixed; nothing in the scrubber was changed for what it misses. "
-        "Share [95% Wilson interval] (n items; items in one paste are not independent, so the interval is "
-        "optimistic):\n\n" + paste_tables(blind["tools"], "blind v4")
-    )
+    once = blind.get("ichor_measured_once")
+    if once is None:
+        head = f"{blind['name'].capitalize()}: {written}, and measured once; nothing in the scrubber was changed for "
+        head += "what it misses."
+    else:
+        head = (
+            f"{blind['name'].capitalize()}, misses examined: {written}. Measured once, ichor removed "
+            f"{_share_cell(once['removed'])} and kept {_share_cell(once['kept'])}; that is the honest figure. The "
+            "classes behind its misses were then fixed, so the figures below are a regression check, not a measure "
+            "of generalisation."
+        )
+    return f"\n\n{head} {_PASTE_INTERVALS}\n\n" + paste_tables(blind["tools"], blind["name"])
 
 
 RENDERERS: dict[str, Callable[[dict], str]] = {
