@@ -64,18 +64,19 @@ def markdown(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_cv", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+def cv_parser(prog: str, doc: str | None, json_help: str) -> argparse.ArgumentParser:
+    """The parser of every nested-CV command: ``--data``, ``--variant``, ``--outer-folds`` and ``--json``."""
+    parser = F.data_parser(prog, doc)
     parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
     parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
-    parser.add_argument("--json", help="also write the figures and each window's held-out decisions here")
+    parser.add_argument("--json", help=json_help)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = cv_parser("ichor.detect_cv", __doc__, "also write the figures and each window's held-out decisions here")
     args = parser.parse_args(argv)
-    try:
-        rows = F.load_rows(*args.data)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = F.rows_or_exit(parser, args.data)
     result = nested_cv(rows, args.variant, F.Grid(), args.outer_folds)
     figures = report(rows, result)
     print(markdown(figures))

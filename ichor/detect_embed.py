@@ -10,7 +10,6 @@ two figures compare like with like.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from . import detect_fit as F
@@ -101,14 +100,13 @@ def nested_cv(rows: list[dict], dense, grid: F.Grid, outer_folds: int = 10) -> d
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_embed", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+    parser = F.data_parser("ichor.detect_embed", __doc__)
     parser.add_argument("--cache", help="an .npz of the four embeddings per window (written when absent)")
     parser.add_argument("--scaling", choices=SCALINGS, default="sqrt", help="how the dense features enter")
     args = parser.parse_args(argv)
     import numpy as np
 
-    rows = F.load_rows(*args.data)
+    rows = F.rows_or_exit(parser, args.data)
     try:
         emb = dict(np.load(args.cache)) if args.cache else None
     except OSError:

@@ -246,16 +246,26 @@ def fit(rows: list[dict], grid: Grid | None = None) -> dict:
 # ------------------------------------------------------------------------------------ CLI
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_fit", description=__doc__.split("\n\n")[0])
+def data_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
+    """The parser of every fitting and measuring command: ``--data`` and the module's first paragraph."""
+    parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=(doc or "").split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+    return parser
+
+
+def rows_or_exit(parser: argparse.ArgumentParser, paths: list[str]) -> list[dict]:
+    """The labelled windows of ``paths``, or one ``error:`` line and exit status 2."""
+    try:
+        return load_rows(*paths)
+    except (OSError, ValueError) as exc:
+        parser.exit(2, f"error: {exc}\n")
+
+
+def main(argv=None) -> int:
+    parser = data_parser("ichor.detect_fit", __doc__)
     parser.add_argument("--out", required=True, help="where to write the model JSON")
     args = parser.parse_args(argv)
-    try:
-        rows = load_rows(*args.data)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = rows_or_exit(parser, args.data)
     model = fit(rows)
     detect_model.dump(model, Path(args.out))
     for name, linear in model["models"].items():

@@ -18,7 +18,6 @@ each config was picked.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -27,7 +26,7 @@ from pathlib import Path
 
 from . import detect_fit as F
 from . import detect_model
-from .detect_cv import markdown
+from .detect_cv import cv_parser, markdown
 from .detect_features import features
 from .evaluate import grouped_blocks
 
@@ -204,22 +203,16 @@ def runs(lr_configs: tuple, per_family: bool) -> list[tuple[str, tuple]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_nonlinear", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
-    parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
-    parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
-    parser.add_argument("--json", help="also write the figures, picks and each window's held-out decisions here")
+    parser = cv_parser(
+        "ichor.detect_nonlinear", __doc__, "also write the figures, picks and each window's held-out decisions here"
+    )
     parser.add_argument(
         "--per-family", action="store_true", help="also each tree variant on its own (a diagnostic, not the decision)"
     )
     args = parser.parse_args(argv)
     from threadpoolctl import threadpool_limits
 
-    try:
-        rows = F.load_rows(*args.data)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = F.rows_or_exit(parser, args.data)
     grid = F.Grid()
     exp = Experiment(rows, args.variant)
     out = {}

@@ -19,7 +19,6 @@ every inner fit is shared across the runs that need it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import Counter
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from . import detect_fit as F
 from . import detect_model
-from .detect_cv import markdown
+from .detect_cv import cv_parser, markdown
 from .detect_features import features
 from .detect_nonlinear import Experiment
 from .detect_text import cut, rest_of
@@ -83,17 +82,11 @@ def runs(grid: F.Grid) -> list[tuple[str, tuple]]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_rest", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
-    parser.add_argument("--variant", choices=sorted(F.VARIANTS), default="reply", help="which input shape's model")
-    parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
-    parser.add_argument("--json", help="also write the figures, picks and each window's held-out scores here")
+    parser = cv_parser(
+        "ichor.detect_rest", __doc__, "also write the figures, picks and each window's held-out scores here"
+    )
     args = parser.parse_args(argv)
-    try:
-        rows = F.load_rows(*args.data)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = F.rows_or_exit(parser, args.data)
     grid = F.Grid()
     exp = RestExperiment(rows, args.variant)
     long_ones = [i for i, r in enumerate(rows) if goes_past_head(r)]

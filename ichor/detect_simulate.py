@@ -11,7 +11,6 @@ Repositories with fewer than K + ``min_rest`` windows take no part at that K.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Any
 
@@ -89,14 +88,9 @@ def _cell(r: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ichor.detect_simulate", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+    parser = F.data_parser("ichor.detect_simulate", __doc__)
     args = parser.parse_args(argv)
-    try:
-        rows = F.load_rows(*args.data)
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    rows = F.rows_or_exit(parser, args.data)
     print(markdown(simulate(rows)))
     return 0
 
