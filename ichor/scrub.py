@@ -654,6 +654,119 @@ _PROMPT = re.compile(
 )
 
 
+_EMAIL = re.compile(
+    r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+    r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"
+)
+_HOME = re.compile(
+    r"/(?P<dir>home|Users|users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+    r"(?![\[\]A-Za-z0-9._-])"
+)
+_WINDOWS_HOME = re.compile(
+    r"users(?<=[a-z]:\\users|[a-z]:/users|:\\\\users)(?:\\{1,2}|/)"
+    r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])",
+    re.IGNORECASE,
+)
+# ~priya/bin: a user's home folder by the shell's tilde (~/ alone names no one).
+_TILDE_HOME = re.compile(r"~(?<![\w~\[\]]~)(?P<user>[a-z_][a-z0-9_.-]{0,31})(?=/)")
+_PROMPT_USER = _WINDOWS_HOME_USER = _TILDE_HOME_USER = _group("user", _personal_user)
+
+# A user name learned from a home path or a prompt names the same person wherever else it stands in the text:
+# systemd's User=priya beside /home/priya, the host of priya@priya-MacBook-Pro, "sudo -u priya". Every whole-word
+# occurrence goes (any case; not inside a longer word or a placeholder), the path's and the prompt's too, so that
+# the prompt rule need not read a host that has already lost its name. A name inside an e-mail address is left to
+# the e-mail rule. Names shorter than three characters and stock or service accounts are not learned: they are
+# words too often (dev, git, build), and a service account names no one.
+_USER_SOURCES = (
+    (_PROMPT, _PROMPT_USER),
+    (_HOME, _home_user),
+    (_WINDOWS_HOME, _WINDOWS_HOME_USER),
+    (_TILDE_HOME, _TILDE_HOME_USER),
+)
+_LEARNED_GATE = ("@", "/home/", "/users/", "users", "~")
+_NOT_LEARNED = frozenset(
+    {
+        "dev",
+        "developer",
+        "test",
+        "tester",
+        "build",
+        "builder",
+        "deploy",
+        "deployer",
+        "git",
+        "docker",
+        "postgres",
+        "mysql",
+        "redis",
+        "jenkins",
+        "gitlab",
+        "github",
+        "www",
+        "www-data",
+        "web",
+        "data",
+        "server",
+        "service",
+        "worker",
+        "backup",
+        "daemon",
+        "nobody",
+        "oracle",
+        "mail",
+        "ftp",
+        "shared",
+        "public",
+        "default",
+        "local",
+        "home",
+        "work",
+        "code",
+        "projects",
+        "src",
+        "tmp",
+        "bin",
+        "lib",
+        "opt",
+        "etc",
+        "var",
+    }
+)
+_MAX_LEARNED = 16
+
+
+def _find_learned_users(text: str) -> Iterator[tuple[int, int]]:
+    sources: set[tuple[int, int]] = set()
+    names: set[str] = set()
+    for pattern, check in _USER_SOURCES:
+        for m in pattern.finditer(text):
+            span = check(m)
+            name = text[span[0] : span[1]].lower() if span else ""
+            if len(name) < 3 or name in _NOT_LEARNED or name in _GENERIC_USERS:
+                continue
+            sources.add(span)
+            if len(names) < _MAX_LEARNED:
+                names.add(name)
+    if not names:
+        return
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    spans = []
+    bare = False
+    for m in re.finditer(rf"(?<![\w\[\]])(?:{alternatives})(?![\w\[\]])", text, re.IGNORECASE):
+        if m.span() in sources:
+            spans.append(m.span())
+            continue
+        after = m.end()
+        while after < len(text) and text[after] in _LOCAL_CHARS:
+            after += 1
+        if after < len(text) and text[after] == "@":
+            continue  # in an e-mail address: the e-mail rule takes all of it
+        spans.append(m.span())
+        bare = True
+    if bare:
+        yield from spans
+
+
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
     return m.span() if 8 <= sum(c.isdigit() for c in m.group(0)) <= 15 else None
 
@@ -672,47 +785,12 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
-    Rule("user_name", _finder(_PROMPT, _group("user", _personal_user)), gate=("@",)),
-    Rule(
-        "email",
-        _finder(
-            re.compile(
-                r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
-                r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"
-            ),
-            _email,
-        ),
-        gate=("@",),
-    ),
-    Rule(
-        "home_path",
-        _finder(
-            re.compile(
-                r"/(?P<dir>home|Users|users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
-                r"(?![\[\]A-Za-z0-9._-])"
-            ),
-            _home_user,
-        ),
-        gate=("/home/", "/users/"),
-    ),
-    Rule(
-        "home_path",
-        _finder(
-            re.compile(
-                r"users(?<=[a-z]:\\users|[a-z]:/users|:\\\\users)(?:\\{1,2}|/)"
-                r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])",
-                re.IGNORECASE,
-            ),
-            _group("user", _personal_user),
-        ),
-        gate=("users",),
-    ),
-    Rule(
-        "home_path",
-        # ~priya/bin: a user's home folder by the shell's tilde (~/ alone names no one).
-        _finder(re.compile(r"~(?<![\w~\[\]]~)(?P<user>[a-z_][a-z0-9_.-]{0,31})(?=/)"), _group("user", _personal_user)),
-        gate=("~",),
-    ),
+    Rule("user_name", _find_learned_users, gate=_LEARNED_GATE),
+    Rule("user_name", _finder(_PROMPT, _PROMPT_USER), gate=("@",)),
+    Rule("email", _finder(_EMAIL, _email), gate=("@",)),
+    Rule("home_path", _finder(_HOME, _home_user), gate=("/home/", "/users/")),
+    Rule("home_path", _finder(_WINDOWS_HOME, _WINDOWS_HOME_USER), gate=("users",)),
+    Rule("home_path", _finder(_TILDE_HOME, _TILDE_HOME_USER), gate=("~",)),
     Rule("iban", scrub_pii.find_ibans),
     Rule("card", scrub_pii.find_cards),
     Rule("ssn", scrub_pii.find_ssns, gate=("-",)),
