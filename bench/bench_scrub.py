@@ -431,6 +431,17 @@ def hostile_texts() -> dict[str, str]:
         "prose-colons": _repeat("the password for the staging box: Xy7abc9q! ", n),
         "prose-words": _repeat("password a b c d e f g ", n),
         "cookie-strings": _repeat("document.cookie = 'sid=Xy7abc9q1234abcd; a=b'\n> document.cookie\n'", n),
+        # A user name learned from paths and prompts and looked for everywhere else (many names, one name very
+        # often), client constructors' literals, long call literals, key ids, long national groups after "+".
+        "learned-users": "".join(f"/home/user{i:05d}/ user{i:05d} " for i in range(n // 26))[:n],
+        "learned-user-repeated": _repeat("/home/priya/ priya ", n),
+        "client-calls": _repeat("Client('a', 'b', ", n),
+        "client-secrets": _repeat(
+            "Client('AC42c862d0fa069de9212bcdc79fc0d9f4', 'cdc9fb9d5b1dee927a7c0a45f2351750')\n", n
+        ),
+        "call-literal-open": _repeat("('token', '", n),
+        "key-ids": _repeat('"private_key_id": "d437bfe5bdddb32e430cf7c3d195983a0402aae6",\n', n),
+        "phone-long-groups": _repeat("+91 9858844080 ", n),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),

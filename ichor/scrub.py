@@ -508,7 +508,48 @@ def _email(m: re.Match) -> tuple[int, int] | None:
         return None  # https://user@host: URL user info, not a mailbox
     if _example_domain(m.group(0)[1:].lower()):
         return None  # RFC 2606 names reach no one: user@example.com
+    if local.lower().split("+", 1)[0] in _ROLE_MAILBOXES:
+        return None  # a role's mailbox, not a person's: support@github.com, noreply@vendor.io
     return start, m.end()
+
+
+# Mailboxes that a role answers, not a person: an organisation publishes them (RFC 2142's support, abuse,
+# postmaster...), bots write from them (Dependabot's support@github.com), and they identify no one.
+_ROLE_MAILBOXES = frozenset(
+    {
+        "support",
+        "noreply",
+        "no-reply",
+        "no_reply",
+        "donotreply",
+        "do-not-reply",
+        "do_not_reply",
+        "notifications",
+        "notification",
+        "notify",
+        "mailer-daemon",
+        "postmaster",
+        "hostmaster",
+        "webmaster",
+        "abuse",
+        "security",
+        "info",
+        "help",
+        "helpdesk",
+        "sales",
+        "billing",
+        "privacy",
+        "legal",
+        "press",
+        "careers",
+        "jobs",
+        "feedback",
+        "contact",
+        "hello",
+        "bounce",
+        "bounces",
+    }
+)
 
 
 _EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
@@ -768,7 +809,19 @@ def _find_learned_users(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
-    return m.span() if 8 <= sum(c.isdigit() for c in m.group(0)) <= 15 else None
+    digits = "".join(c for c in m.group(0) if c.isdigit())
+    if not 8 <= len(digits) <= 15 or _test_number(digits):
+        return None
+    return m.span()
+
+
+# Published test numbers reach no one, like the payment processors' test cards: Twilio's magic numbers
+# (+1 500 555 0000 to 0009: its test credentials accept only these).
+_TEST_NUMBERS = re.compile(r"1?500555000[0-9]")
+
+
+def _test_number(digits: str) -> bool:
+    return _TEST_NUMBERS.fullmatch(digits) is not None
 
 
 def _north_american(m: re.Match) -> tuple[int, int] | None:
@@ -778,6 +831,8 @@ def _north_american(m: re.Match) -> tuple[int, int] | None:
         start -= 2  # 1-800-555-0100
     elif start > 0 and text[start - 1] in ".-" and start > 1 and text[start - 2].isdigit():
         return None  # part of a longer dotted or dashed number
+    if _test_number("".join(c for c in text[start : m.end()] if c.isdigit())):
+        return None
     return start, m.end()
 
 
@@ -799,7 +854,7 @@ PII_RULES: tuple[Rule, ...] = (
     Rule(
         "phone",
         _finder(
-            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END),
+            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,12}){1,5}" + _PHONE_END),
             _phone_digits,
         ),
     ),
