@@ -23,6 +23,7 @@ from .scrub_values import (
     is_template,
     looks_generated,
     looks_passphrase,
+    looks_random,
 )
 
 # Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
@@ -296,11 +297,16 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 def _bracketed_code(value: str) -> bool:
     """A value that starts with a bracket is code ((a * b), [x], {...}, {x}.format()) unless more material follows
-    its closing bracket: {efnLOpaMxx}#58 is a password that starts with a brace."""
+    its closing bracket ({efnLOpaMxx}#58 is a password that starts with a brace) or it never closes and what
+    follows looks random."""
     if value[0] not in _CLOSING or braced_value(value):
         return False
     close = value.find(_CLOSING[value[0]])
-    return close == -1 or close == len(value) - 1 or value[close + 1] in ".([{"
+    if close == -1:
+        # A bracket never closed: code opens a block or a call there (token={, password=(a), but a long random
+        # run after it is a password that starts with a bracket: --password={nSOzmJDNuzdLrqVJ%.
+        return len(value) < 8 or not looks_random(value[1:])
+    return close == len(value) - 1 or value[close + 1] in ".([{"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")
