@@ -21,12 +21,15 @@ Six corpora, reported apart:
   after that (removed 0.941, kept 0.985: the honest figure). Its misses and over-scrubbed near-misses were then
   examined and their classes fixed, so it too is now a regression check, not a measure of how the rules
   generalise.
-- blind v3 (bench/corpus_blind3.py): 300 pastes of 57 shapes by a third engineer who read neither the scrubber
-  nor any corpus above, written while blind v2's misses were being fixed and measured once after that. Nothing
-  in the scrubber may change for what it misses: it is the figure that says how the rules generalise.
-- blind v4 (bench/corpus_blind4.py): 300 pastes of 49 shapes by a fourth engineer who read neither the scrubber
-  nor any corpus above, written while blind v3's misses were being fixed and measured once after that. Nothing
-  in the scrubber may change for what it misses: it is the figure that says how the rules generalise.
+- blind v3, misses examined (bench/corpus_blind3.py): 300 pastes of 57 shapes by a third engineer who read
+  neither the scrubber nor any corpus above, written while blind v2's misses were being fixed and measured once
+  after that (removed 0.960, kept 1.0: the honest figure); its misses were then examined and their classes
+  fixed, so it is a regression check.
+- blind v4, misses examined (bench/corpus_blind4.py): 300 pastes of 49 shapes by a fourth engineer who read
+  neither the scrubber nor any corpus above, written while blind v3's misses were being fixed and measured once
+  after that (removed 0.952, kept 0.955: the honest figure). Its misses and over-scrubbed near-misses were then
+  examined and their classes fixed, so it too is now a regression check, not a measure of how the rules
+  generalise.
 Every paste figure has n and a 95% Wilson interval.
 
 An item counts as removed when its text no longer appears in the output. detect-secrets only detects, so it is
@@ -281,7 +284,9 @@ BLIND_CORPORA = (
         "blind_v2", "blind v2", corpus_blind2, _once((0.941, 1109, [0.925, 0.953]), (0.985, 601, [0.972, 0.992]))
     ),
     BlindCorpus("blind_v3", "blind v3", corpus_blind3, _once((0.960, 624, [0.942, 0.973]), (1.0, 501, [0.992, 1.0]))),
-    BlindCorpus("blind_v4", "blind v4", corpus_blind4),
+    BlindCorpus(
+        "blind_v4", "blind v4", corpus_blind4, _once((0.952, 457, [0.928, 0.968]), (0.955, 403, [0.931, 0.972]))
+    ),
 )
 
 
@@ -431,6 +436,17 @@ def hostile_texts() -> dict[str, str]:
         "prose-colons": _repeat("the password for the staging box: Xy7abc9q! ", n),
         "prose-words": _repeat("password a b c d e f g ", n),
         "cookie-strings": _repeat("document.cookie = 'sid=Xy7abc9q1234abcd; a=b'\n> document.cookie\n'", n),
+        # A user name learned from paths and prompts and looked for everywhere else (many names, one name very
+        # often), client constructors' literals, long call literals, key ids, long national groups after "+".
+        "learned-users": "".join(f"/home/user{i:05d}/ user{i:05d} " for i in range(n // 26))[:n],
+        "learned-user-repeated": _repeat("/home/priya/ priya ", n),
+        "client-calls": _repeat("Client('a', 'b', ", n),
+        "client-secrets": _repeat(
+            "Client('AC42c862d0fa069de9212bcdc79fc0d9f4', 'cdc9fb9d5b1dee927a7c0a45f2351750')\n", n
+        ),
+        "call-literal-open": _repeat("('token', '", n),
+        "key-ids": _repeat('"private_key_id": "d437bfe5bdddb32e430cf7c3d195983a0402aae6",\n', n),
+        "phone-long-groups": _repeat("+91 9858844080 ", n),
         # National phone numbers: each distinct candidate may cost libphonenumber one parse per region.
         "national-phones": "07700 900123\n" * (n // 13),
         **_distinct_numbers(n),

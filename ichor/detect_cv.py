@@ -20,9 +20,12 @@ from . import detect_fit as F
 from .evaluate import grouped_blocks
 
 
-def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10) -> dict:
-    """Held-out score and decision at both operating points for every window, and the config each fold chose."""
+def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10, written_rows=()) -> dict:
+    """Held-out score and decision at both operating points for every window, and the config each fold chose.
+
+    Written windows join every training part, inner and outer, and are never scored."""
     ids, y = F.featurise(rows, variant), F.labels(rows)
+    written = F.Written.of(list(written_rows), variant)
     groups, forced = [F.source_of(r) for r in rows], F.gated(rows)
     scores, points = [0.0] * len(rows), {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     chosen = []
@@ -30,8 +33,8 @@ def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 1
         held = set(test)
         tr = [i for i in range(len(rows)) if i not in held]
         sub = ([ids[i] for i in tr], [y[i] for i in tr], [groups[i] for i in tr], [forced[i] for i in tr])
-        cfg, thresholds = F.choose(*sub, grid)
-        linear = F.fit_linear(sub[0], sub[1], sub[2], cfg)
+        cfg, thresholds = F.choose(*sub, grid, written)
+        linear = F.fit_linear(sub[0], sub[1], sub[2], cfg, written)
         chosen.append({"config": vars(cfg), "thresholds": thresholds})
         for i in test:
             scores[i] = F.detect_model.score(ids[i], linear)
@@ -73,11 +76,26 @@ def cv_parser(prog: str, doc: str | None, json_help: str) -> argparse.ArgumentPa
     return parser
 
 
+def grid_of(parser: argparse.ArgumentParser, args, written: list[dict]) -> F.Grid:
+    """The shipped grid, the written windows' weights from ``--written-weights`` when given."""
+    if args.written_weights and not written:
+        parser.exit(2, "error: --written-weights needs --written FILES\n")
+    if args.written_weights:
+        return F.Grid(written_weight=tuple(args.written_weights))
+    return F.Grid.with_written(bool(written))
+
+
 def main(argv=None) -> int:
     parser = cv_parser("ichor.detect_cv", __doc__, "also write the figures and each window's held-out decisions here")
+    parser.add_argument(
+        "--written-weights",
+        nargs="+",
+        type=float,
+        help=f"the written windows' weights to choose among (default {' '.join(map(str, F.WRITTEN_WEIGHTS))})",
+    )
     args = parser.parse_args(argv)
-    rows = F.rows_or_exit(parser, args.data)
-    result = nested_cv(rows, args.variant, F.Grid(), args.outer_folds)
+    rows, written = F.rows_or_exit(parser, args.data), F.rows_or_exit(parser, args.written)
+    result = nested_cv(rows, args.variant, grid_of(parser, args, written), args.outer_folds, written)
     figures = report(rows, result)
     print(markdown(figures))
     print("\nconfigs chosen per outer fold: " + json.dumps([f["config"] for f in result["folds"]]))

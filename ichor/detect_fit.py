@@ -36,6 +36,7 @@ class Config:
     c: float = 1.0
     min_sources: int = 2
     balance: str = "sqrt"  # weight each window by 1/sqrt(windows of its repository): no log dominates
+    written_weight: float = 0.0  # each written window's weight (a real one's averages 1); 0 leaves them out
 
 
 @dataclass
@@ -43,12 +44,39 @@ class Grid:
     c: tuple[float, ...] = (0.1, 0.3, 1.0)
     min_sources: tuple[int, ...] = (2,)
     balance: tuple[str, ...] = ("sqrt",)
+    written_weight: tuple[float, ...] = (0.0,)
     candidate_recall: float = 0.97  # stage 2 is precise, so stage 1 hands it all but what it is nearly sure of
     inner_folds: int = 4
     configs: list[Config] = field(init=False)
 
     def __post_init__(self):
-        self.configs = [Config(*v) for v in itertools.product(self.c, self.min_sources, self.balance)]
+        self.configs = [
+            Config(*v) for v in itertools.product(self.c, self.min_sources, self.balance, self.written_weight)
+        ]
+
+    @classmethod
+    def with_written(cls, written: bool, **kw) -> Grid:
+        """The shipped grid; with written windows, their weight is chosen too (0 lets the choice decline them)."""
+        return cls(written_weight=WRITTEN_WEIGHTS if written else (0.0,), **kw)
+
+
+WRITTEN_WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Written:
+    """Windows written for training (``data/written``): they join every fit and are never scored."""
+
+    ids: list[list[int]]
+    y: list[int]
+    groups: list[str]  # the writer's file: one source for the feature cut
+
+    @classmethod
+    def of(cls, rows: list[dict], variant: str) -> Written:
+        return cls(featurise(rows, variant), labels(rows), [written_source(r) for r in rows])
+
+
+NO_WRITTEN = Written([], [], [])
 
 
 # ----------------------------------------------------------------------------------- data
@@ -70,6 +98,11 @@ def load_rows(*paths: str | Path) -> list[dict]:
 def source_of(row: dict) -> str:
     """The repository a window was cut from: the grouping unit of every split."""
     return str(row.get("source", "")).split("@", 1)[0]
+
+
+def written_source(row: dict) -> str:
+    """A written window's source for the feature cut: its writer (``synth/NAME``), not its conversation."""
+    return "/".join(str(row.get("source", "")).split("/")[:2])
 
 
 def window_of(row: dict, with_reply: bool = True) -> Window:
@@ -114,23 +147,35 @@ def kept_ids(ids: list[list[int]], groups: list[str], min_sources: int) -> set[i
     return {i for i, gs in seen.items() if len(gs) >= min_sources}
 
 
-def estimator(ids: list[list[int]], y: list[int], groups: list[str], cfg: Config):
+def with_written(ids, y, groups, cfg: Config, written: Written):
+    """The training set with the written windows added when the config weighs them, and every window's weight."""
+    import numpy as np
+
+    weights = sample_weights(groups, cfg.balance)
+    if cfg.written_weight <= 0 or not written.y:
+        return ids, y, groups, weights
+    extra = np.full(len(written.y), cfg.written_weight)
+    return ids + written.ids, y + written.y, groups + written.groups, np.concatenate([weights, extra])
+
+
+def estimator(ids: list[list[int]], y: list[int], groups: list[str], cfg: Config, weights=None):
     """The fitted scikit-learn logistic regression and its column of each kept hashed id."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
+    weights = sample_weights(groups, cfg.balance) if weights is None else weights
     column = {f: j for j, f in enumerate(sorted(kept_ids(ids, groups, cfg.min_sources)))}
     clf = LogisticRegression(C=cfg.c, solver="liblinear", intercept_scaling=10.0, tol=1e-4)
-    clf.fit(design(ids, column), np.array(y), sample_weight=sample_weights(groups, cfg.balance))
+    clf.fit(design(ids, column), np.array(y), sample_weight=weights)
     return clf, column
 
 
-def to_linear(clf, column: dict[int, int], ids: list[list[int]], groups: list[str], cfg: Config) -> dict:
+def to_linear(clf, column: dict[int, int], ids: list[list[int]], groups: list[str], cfg: Config, weights=None) -> dict:
     """The pure-Python linear model (bias, weights) and each weight's Laplace precision."""
     import numpy as np
 
     x = design(ids, column)
-    sw = sample_weights(groups, cfg.balance)
+    sw = sample_weights(groups, cfg.balance) if weights is None else weights
     p = clf.predict_proba(x)[:, 1]
     # Precision of each weight: the prior 1/C plus the curvature the data put on it.
     curvature = np.asarray(x.multiply((sw * p * (1 - p))[:, None]).sum(axis=0)).ravel()
@@ -144,9 +189,10 @@ def to_linear(clf, column: dict[int, int], ids: list[list[int]], groups: list[st
     }
 
 
-def fit_linear(ids: list[list[int]], y: list[int], groups: list[str], cfg: Config) -> dict:
-    clf, column = estimator(ids, y, groups, cfg)
-    return to_linear(clf, column, ids, groups, cfg)
+def fit_linear(ids: list[list[int]], y: list[int], groups: list[str], cfg: Config, written=NO_WRITTEN) -> dict:
+    ids, y, groups, weights = with_written(ids, y, groups, cfg, written)
+    clf, column = estimator(ids, y, groups, cfg, weights)
+    return to_linear(clf, column, ids, groups, cfg, weights)
 
 
 def design(ids: list[list[int]], column: dict[int, int]):
@@ -175,13 +221,14 @@ def group_folds(groups: list[str], k: int) -> list[list[int]]:
     return [list(test) for _, test in GroupKFold(n_splits=min(k, len(set(groups)))).split(idx, groups=groups)]
 
 
-def out_of_fold(ids, y, groups, cfg: Config, k: int) -> list[float]:
-    """Each window scored by a model fitted without its repository's fold."""
+def out_of_fold(ids, y, groups, cfg: Config, k: int, written=NO_WRITTEN) -> list[float]:
+    """Each window scored by a model fitted without its repository's fold (and with every written window)."""
     out = [0.0] * len(y)
     for test in group_folds(groups, k):
         held = set(test)
         train = [i for i in range(len(y)) if i not in held]
-        linear = fit_linear([ids[i] for i in train], [y[i] for i in train], [groups[i] for i in train], cfg)
+        part = [ids[i] for i in train], [y[i] for i in train], [groups[i] for i in train]
+        linear = fit_linear(*part, cfg, written)
         for i in test:
             out[i] = detect_model.score(ids[i], linear)
     return out
@@ -213,11 +260,11 @@ def recall_threshold(scores, y, forced, target: float) -> float:
     return pos[min(need, len(pos)) - 1]
 
 
-def choose(ids, y, groups, forced, grid: Grid) -> tuple[Config, dict]:
+def choose(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tuple[Config, dict]:
     """Pick the config by inner grouped-CV F1, and both thresholds from that config's inner scores."""
     best = None
     for cfg in grid.configs:
-        oof = out_of_fold(ids, y, groups, cfg, grid.inner_folds)
+        oof = out_of_fold(ids, y, groups, cfg, grid.inner_folds, written)
         t, f1 = best_f1_threshold(oof, y, forced)
         if best is None or f1 > best[0]:
             best = (f1, cfg, oof, t)
@@ -226,20 +273,25 @@ def choose(ids, y, groups, forced, grid: Grid) -> tuple[Config, dict]:
     return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}
 
 
-def fit_variant(rows: list[dict], variant: str, grid: Grid) -> dict:
+def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: list[dict] = ()) -> dict:
     ids, y, groups = featurise(rows, variant), labels(rows), [source_of(r) for r in rows]
-    cfg, thresholds = choose(ids, y, groups, gated(rows), grid)
-    linear = fit_linear(ids, y, groups, cfg)
+    written = Written.of(list(written_rows), variant)
+    cfg, thresholds = choose(ids, y, groups, gated(rows), grid, written)
+    linear = fit_linear(ids, y, groups, cfg, written)
     return dict(linear, thresholds=thresholds, families=list(VARIANTS[variant]), config=asdict(cfg))
 
 
-def fit(rows: list[dict], grid: Grid | None = None) -> dict:
-    grid = grid or Grid()
+def fit(rows: list[dict], grid: Grid | None = None, written_rows: list[dict] = ()) -> dict:
+    grid = grid or Grid.with_written(bool(written_rows))
     return {
         "version": 2,
         "hash_bits": detect_model.HASH_BITS,
-        "trained_on": {"windows": len(rows), "repositories": len({source_of(r) for r in rows})},
-        "models": {variant: fit_variant(rows, variant, grid) for variant in VARIANTS},
+        "trained_on": {
+            "windows": len(rows),
+            "repositories": len({source_of(r) for r in rows}),
+            "written_windows": len(written_rows),
+        },
+        "models": {variant: fit_variant(rows, variant, grid, written_rows) for variant in VARIANTS},
     }
 
 
@@ -250,11 +302,19 @@ def data_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of every fitting and measuring command: ``--data`` and the module's first paragraph."""
     parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=(doc or "").split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+    parser.add_argument(
+        "--written",
+        nargs="*",
+        default=[],
+        help="windows written for training (data/written/*.jsonl): they only ever train, never score",
+    )
     return parser
 
 
 def rows_or_exit(parser: argparse.ArgumentParser, paths: list[str]) -> list[dict]:
     """The labelled windows of ``paths``, or one ``error:`` line and exit status 2."""
+    if not paths:
+        return []
     try:
         return load_rows(*paths)
     except (OSError, ValueError) as exc:
@@ -266,7 +326,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", required=True, help="where to write the model JSON")
     args = parser.parse_args(argv)
     rows = rows_or_exit(parser, args.data)
-    model = fit(rows)
+    model = fit(rows, written_rows=rows_or_exit(parser, args.written))
     detect_model.dump(model, Path(args.out))
     for name, linear in model["models"].items():
         print(f"{name}: {len(linear['weights'])} weights, {linear['config']}, thresholds {linear['thresholds']}")

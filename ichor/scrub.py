@@ -508,7 +508,48 @@ def _email(m: re.Match) -> tuple[int, int] | None:
         return None  # https://user@host: URL user info, not a mailbox
     if _example_domain(m.group(0)[1:].lower()):
         return None  # RFC 2606 names reach no one: user@example.com
+    if local.lower().split("+", 1)[0] in _ROLE_MAILBOXES:
+        return None  # a role's mailbox, not a person's: support@github.com, noreply@vendor.io
     return start, m.end()
+
+
+# Mailboxes that a role answers, not a person: an organisation publishes them (RFC 2142's support, abuse,
+# postmaster...), bots write from them (Dependabot's support@github.com), and they identify no one.
+_ROLE_MAILBOXES = frozenset(
+    {
+        "support",
+        "noreply",
+        "no-reply",
+        "no_reply",
+        "donotreply",
+        "do-not-reply",
+        "do_not_reply",
+        "notifications",
+        "notification",
+        "notify",
+        "mailer-daemon",
+        "postmaster",
+        "hostmaster",
+        "webmaster",
+        "abuse",
+        "security",
+        "info",
+        "help",
+        "helpdesk",
+        "sales",
+        "billing",
+        "privacy",
+        "legal",
+        "press",
+        "careers",
+        "jobs",
+        "feedback",
+        "contact",
+        "hello",
+        "bounce",
+        "bounces",
+    }
+)
 
 
 _EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org", "example", "test", "invalid", "localhost")
@@ -654,8 +695,133 @@ _PROMPT = re.compile(
 )
 
 
+_EMAIL = re.compile(
+    r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
+    r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"
+)
+_HOME = re.compile(
+    r"/(?P<dir>home|Users|users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
+    r"(?![\[\]A-Za-z0-9._-])"
+)
+_WINDOWS_HOME = re.compile(
+    r"users(?<=[a-z]:\\users|[a-z]:/users|:\\\\users)(?:\\{1,2}|/)"
+    r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])",
+    re.IGNORECASE,
+)
+# ~priya/bin: a user's home folder by the shell's tilde (~/ alone names no one).
+_TILDE_HOME = re.compile(r"~(?<![\w~\[\]]~)(?P<user>[a-z_][a-z0-9_.-]{0,31})(?=/)")
+_PROMPT_USER = _WINDOWS_HOME_USER = _TILDE_HOME_USER = _group("user", _personal_user)
+
+# A user name learned from a home path or a prompt names the same person wherever else it stands in the text:
+# systemd's User=priya beside /home/priya, the host of priya@priya-MacBook-Pro, "sudo -u priya". Every whole-word
+# occurrence goes (any case; not inside a longer word or a placeholder), the path's and the prompt's too, so that
+# the prompt rule need not read a host that has already lost its name. A name inside an e-mail address is left to
+# the e-mail rule. Names shorter than three characters and stock or service accounts are not learned: they are
+# words too often (dev, git, build), and a service account names no one.
+_USER_SOURCES = (
+    (_PROMPT, _PROMPT_USER),
+    (_HOME, _home_user),
+    (_WINDOWS_HOME, _WINDOWS_HOME_USER),
+    (_TILDE_HOME, _TILDE_HOME_USER),
+)
+_LEARNED_GATE = ("@", "/home/", "/users/", "users", "~")
+_NOT_LEARNED = frozenset(
+    {
+        "dev",
+        "developer",
+        "test",
+        "tester",
+        "build",
+        "builder",
+        "deploy",
+        "deployer",
+        "git",
+        "docker",
+        "postgres",
+        "mysql",
+        "redis",
+        "jenkins",
+        "gitlab",
+        "github",
+        "www",
+        "www-data",
+        "web",
+        "data",
+        "server",
+        "service",
+        "worker",
+        "backup",
+        "daemon",
+        "nobody",
+        "oracle",
+        "mail",
+        "ftp",
+        "shared",
+        "public",
+        "default",
+        "local",
+        "home",
+        "work",
+        "code",
+        "projects",
+        "src",
+        "tmp",
+        "bin",
+        "lib",
+        "opt",
+        "etc",
+        "var",
+    }
+)
+_MAX_LEARNED = 16
+
+
+def _find_learned_users(text: str) -> Iterator[tuple[int, int]]:
+    sources: set[tuple[int, int]] = set()
+    names: set[str] = set()
+    for pattern, check in _USER_SOURCES:
+        for m in pattern.finditer(text):
+            span = check(m)
+            name = text[span[0] : span[1]].lower() if span else ""
+            if len(name) < 3 or name in _NOT_LEARNED or name in _GENERIC_USERS:
+                continue
+            sources.add(span)
+            if len(names) < _MAX_LEARNED:
+                names.add(name)
+    if not names:
+        return
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    spans = []
+    bare = False
+    for m in re.finditer(rf"(?<![\w\[\]])(?:{alternatives})(?![\w\[\]])", text, re.IGNORECASE):
+        if m.span() in sources:
+            spans.append(m.span())
+            continue
+        after = m.end()
+        while after < len(text) and text[after] in _LOCAL_CHARS:
+            after += 1
+        if after < len(text) and text[after] == "@":
+            continue  # in an e-mail address: the e-mail rule takes all of it
+        spans.append(m.span())
+        bare = True
+    if bare:
+        yield from spans
+
+
 def _phone_digits(m: re.Match) -> tuple[int, int] | None:
-    return m.span() if 8 <= sum(c.isdigit() for c in m.group(0)) <= 15 else None
+    digits = "".join(c for c in m.group(0) if c.isdigit())
+    if not 8 <= len(digits) <= 15 or _test_number(digits):
+        return None
+    return m.span()
+
+
+# Published test numbers reach no one, like the payment processors' test cards: Twilio's magic numbers
+# (+1 500 555 0000 to 0009: its test credentials accept only these).
+_TEST_NUMBERS = re.compile(r"1?500555000[0-9]")
+
+
+def _test_number(digits: str) -> bool:
+    return _TEST_NUMBERS.fullmatch(digits) is not None
 
 
 def _north_american(m: re.Match) -> tuple[int, int] | None:
@@ -665,6 +831,8 @@ def _north_american(m: re.Match) -> tuple[int, int] | None:
         start -= 2  # 1-800-555-0100
     elif start > 0 and text[start - 1] in ".-" and start > 1 and text[start - 2].isdigit():
         return None  # part of a longer dotted or dashed number
+    if _test_number("".join(c for c in text[start : m.end()] if c.isdigit())):
+        return None
     return start, m.end()
 
 
@@ -672,47 +840,12 @@ _OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
-    Rule("user_name", _finder(_PROMPT, _group("user", _personal_user)), gate=("@",)),
-    Rule(
-        "email",
-        _finder(
-            re.compile(
-                r"@(?<=[A-Za-z0-9._%+-]@)[A-Za-z0-9][A-Za-z0-9-]{0,62}"
-                r"(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\[\]A-Za-z0-9-])"
-            ),
-            _email,
-        ),
-        gate=("@",),
-    ),
-    Rule(
-        "home_path",
-        _finder(
-            re.compile(
-                r"/(?P<dir>home|Users|users)/(?P<user>(?!(?:Shared|Public|Default)(?![\w.-]))[A-Za-z0-9._-]{1,64})"
-                r"(?![\[\]A-Za-z0-9._-])"
-            ),
-            _home_user,
-        ),
-        gate=("/home/", "/users/"),
-    ),
-    Rule(
-        "home_path",
-        _finder(
-            re.compile(
-                r"users(?<=[a-z]:\\users|[a-z]:/users|:\\\\users)(?:\\{1,2}|/)"
-                r"(?P<user>(?!(?:Public|Default|All Users)(?![\w.-]))[A-Za-z0-9._-]{1,64})(?![A-Za-z0-9._-])",
-                re.IGNORECASE,
-            ),
-            _group("user", _personal_user),
-        ),
-        gate=("users",),
-    ),
-    Rule(
-        "home_path",
-        # ~priya/bin: a user's home folder by the shell's tilde (~/ alone names no one).
-        _finder(re.compile(r"~(?<![\w~\[\]]~)(?P<user>[a-z_][a-z0-9_.-]{0,31})(?=/)"), _group("user", _personal_user)),
-        gate=("~",),
-    ),
+    Rule("user_name", _find_learned_users, gate=_LEARNED_GATE),
+    Rule("user_name", _finder(_PROMPT, _PROMPT_USER), gate=("@",)),
+    Rule("email", _finder(_EMAIL, _email), gate=("@",)),
+    Rule("home_path", _finder(_HOME, _home_user), gate=("/home/", "/users/")),
+    Rule("home_path", _finder(_WINDOWS_HOME, _WINDOWS_HOME_USER), gate=("users",)),
+    Rule("home_path", _finder(_TILDE_HOME, _TILDE_HOME_USER), gate=("~",)),
     Rule("iban", scrub_pii.find_ibans),
     Rule("card", scrub_pii.find_cards),
     Rule("ssn", scrub_pii.find_ssns, gate=("-",)),
@@ -721,7 +854,7 @@ PII_RULES: tuple[Rule, ...] = (
     Rule(
         "phone",
         _finder(
-            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,8}){1,5}" + _PHONE_END),
+            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,12}){1,5}" + _PHONE_END),
             _phone_digits,
         ),
     ),

@@ -131,10 +131,11 @@ _NAME_VALUE_FIELDS = re.compile(
 )
 
 # A call that names a secret in its first argument and gives it in its second: define('DB_PASSWORD', 'X'),
-# System.setProperty("db.password", "X"), os.getenv("API_TOKEN", "X"), os.environ.setdefault(...), ENV.fetch(...).
+# System.setProperty("db.password", "X"), os.getenv("API_TOKEN", "X"), os.environ.setdefault(...), ENV.fetch(...),
+# s.cookies.set('__Secure-next-auth.session-token', 'X'). The value can run to a session cookie's 4 KB and more.
 _NAMED_ARGUMENT = re.compile(
     r"""\([ \t]*["'](?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,80})["'][ \t]*,[ \t]*"""
-    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}')"""
+    r"""(?!["']\[REDACTED)(?P<value>"[^"\n]{1,8192}"|'[^'\n]{1,8192}')"""
 )
 # A call named for a secret, whose last argument is a literal: set_password("X"), .withPassword("X"),
 # keyring.set_password("svc", "user", "X"), setApiKey('X').

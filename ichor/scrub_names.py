@@ -23,6 +23,7 @@ from .scrub_values import (
     is_template,
     looks_generated,
     looks_passphrase,
+    looks_random,
 )
 
 # Names are normalised first (leading dashes dropped, "-" and "." read as "_"), so --password, X-API-Key,
@@ -36,6 +37,9 @@ _STRONG_NAME = re.compile(
     + _NAME_QUALIFIER
 )
 _KEY_NAME = re.compile(r"(?i)\w*_key" + _NAME_QUALIFIER)
+# A secret's name with "_id" after it names which key it is (GCP's private_key_id, secret_id, api_key_id): read like
+# a generic *_KEY, so only a value that looks generated goes.
+_ID_SUFFIX = re.compile(r"(?i)_id\Z")
 # A key that finds or orders a record rather than unlocking anything: an idempotency, cache, sort, partition,
 # primary, foreign or routing key holds an identifier, however random it looks.
 _LOOKUP_KEY = re.compile(
@@ -72,7 +76,7 @@ _NAMED_OPERATOR = re.compile(
     r"(?<=i)nfo)"
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
-    + ")"
+    + r"(?:[_.-]?id)?)"
     + r"\\?[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?!\\?[\"']?\[REDACTED)"  # not removed yet
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
@@ -235,6 +239,8 @@ def name_strength(raw_name: str) -> str | None:
     name = _CAMEL_STEP.sub("_", _normal_name(raw_name))
     if _USERINFO_NAME.fullmatch(name):
         return "userinfo"
+    if (suffix := _ID_SUFFIX.search(name)) and suffix.start() > 0:
+        return "weak" if name_strength(name[: suffix.start()]) in ("strong", "weak", "glued") else None
     if _STRONG_NAME.fullmatch(name):
         return "strong"
     if _KEY_NAME.fullmatch(name):
@@ -291,11 +297,16 @@ _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 def _bracketed_code(value: str) -> bool:
     """A value that starts with a bracket is code ((a * b), [x], {...}, {x}.format()) unless more material follows
-    its closing bracket: {efnLOpaMxx}#58 is a password that starts with a brace."""
+    its closing bracket ({efnLOpaMxx}#58 is a password that starts with a brace) or it never closes and what
+    follows looks random."""
     if value[0] not in _CLOSING or braced_value(value):
         return False
     close = value.find(_CLOSING[value[0]])
-    return close == -1 or close == len(value) - 1 or value[close + 1] in ".([{"
+    if close == -1:
+        # A bracket never closed: code opens a block or a call there (token={, password=(a), but a long random
+        # run after it is a password that starts with a bracket: --password={nSOzmJDNuzdLrqVJ%.
+        return len(value) < 8 or not looks_random(value[1:])
+    return close == len(value) - 1 or value[close + 1] in ".([{"
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_]+")

@@ -59,6 +59,36 @@ _CREDENTIAL_CALL = re.compile(
     r"""(?:(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|[\w.]{1,64})[ \t]*,[ \t]*)?"""
     r"""(?:"[^"\n]{1,128}"|'[^'\n]{1,128}')[ \t]*,[ \t]*(?!["']\[REDACTED)""" + _QUOTED + r"[ \t]*[,)]"
 )
+# A client constructor given an account's id and its secret as positional literals: Twilio's
+# Client('AC...', 'TOKEN'), Minio('host', 'ACCESS', 'SECRET'), OAuth1('key', 'SECRET'), tweepy.OAuthHandler(...).
+# The last of two to four literals goes when it is shaped like a token (see ``_token_shaped``).
+_CLIENT_CALL = re.compile(
+    r"(?i:client|minio|oauth1|oauth_?handler)[ \t]*\([ \t]*"
+    r"""(?:(?:"[^"\n]{1,256}"|'[^'\n]{1,256}')[ \t]*,[ \t]*){1,3}(?!["']\[REDACTED)""" + _QUOTED + r"[ \t]*[,)]"
+)
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9+/=_-]+")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_UPPER = re.compile(r"[A-Z]")
+_LOWER = re.compile(r"[a-z]")
+
+
+def _token_shaped(value: str) -> bool:
+    """32+ hex digits, or 20+ token characters mixing upper case, lower case and digits: not a region, a host,
+    a project's or a file's name (us-east-1, play.min.io, my-project-20240101)."""
+    if not _TOKEN_CHARS.fullmatch(value) or kept_value(value):
+        return False
+    if len(value) >= 32 and _HEX.fullmatch(value) and has_digit_and_letter(value):
+        return True
+    return len(value) >= 20 and has_digit_and_letter(value) and bool(_UPPER.search(value) and _LOWER.search(value))
+
+
+def _client_call_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _CLIENT_CALL.finditer(text):
+        start, end = _literal(m)
+        if _token_shaped(text[start:end]):
+            yield start, end
+
+
 # Google's app password: four groups of four lower-case letters, given where a password goes.
 _APP_PASSWORD = re.compile(r"[a-z]{4}(?: [a-z]{4}){3}")
 # Prose that says what a secret is: "the password is X", "her passphrase was X", "my token is X".
@@ -195,6 +225,7 @@ _FINDERS = (
         _credential_call_values,
         ("login", "log_in", "signin", "sign_in", "authenticate", "connection", "auth", "credential"),
     ),
+    (_client_call_values, ("client", "minio", "oauth")),
     (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
 )
 GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))

@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from ichor.detect import Detection
@@ -224,3 +226,59 @@ def test_rest_experiment_fits_each_family_set_on_its_own_features():
     train, test = list(range(80)), list(range(80, 120))
     today, tail = exp.fit_score(Families("today", 0.3), train, test), exp.fit_score(Families("tail", 0.3), train, test)
     assert today != pytest.approx(tail)
+
+
+def _written(writers: int = 2, per_writer: int = 10, phrase: str = "the zorblax panel glows purple") -> list[dict]:
+    return [
+        {
+            "source": f"synth/w{w}/conv{i}",
+            "prev_user": f"build widget {i}",
+            "prev_assistant": "```py\nwidget()\n```",
+            "user": phrase,
+            "assistant": "Sorry, fixing it.",
+            "is_correction": True,
+        }
+        for w in range(writers)
+        for i in range(per_writer)
+    ]
+
+
+def test_written_windows_weigh_nothing_at_weight_zero_and_teach_at_weight_one():
+    pytest.importorskip("sklearn", reason="the fit extra (scikit-learn) is needed to fit")
+    from ichor import detect_fit as F
+    from ichor import detect_model
+
+    rows, written_rows = _synthetic_rows(), _written()
+    ids, y, groups = F.featurise(rows, "reply"), F.labels(rows), [F.source_of(r) for r in rows]
+    written = F.Written.of(written_rows, "reply")
+    assert set(written.groups) == {"synth/w0", "synth/w1"}  # a writer's file is one source for the feature cut
+    plain = F.fit_linear(ids, y, groups, F.Config(c=1.0))
+    assert F.fit_linear(ids, y, groups, F.Config(c=1.0, written_weight=0.0), written) == plain
+    taught = F.fit_linear(ids, y, groups, F.Config(c=1.0, written_weight=1.0), written)
+    probe = F.featurise([dict(written_rows[0], source="x/y@1")], "reply")[0]
+    assert detect_model.score(probe, taught) > detect_model.score(probe, plain) + 0.1
+
+
+def test_nested_cv_scores_only_real_windows_and_chooses_the_written_weight_inside():
+    pytest.importorskip("sklearn", reason="the fit extra (scikit-learn) is needed to fit")
+    from ichor import detect_cv
+    from ichor import detect_fit as F
+
+    rows = _synthetic_rows(repos=8)
+    grid = F.Grid(c=(1.0,), written_weight=(0.0, 1.0), inner_folds=2)
+    result = detect_cv.nested_cv(rows, "reply", grid, outer_folds=2, written_rows=_written())
+    assert len(result["scores"]) == len(rows) and len(result["points"]["standalone"]) == len(rows)
+    assert {f["config"]["written_weight"] for f in result["folds"]} <= {0.0, 1.0}
+    assert F.Grid.with_written(False).written_weight == (0.0,)
+    assert F.Grid.with_written(True).written_weight == F.WRITTEN_WEIGHTS
+
+
+def test_written_weights_without_written_windows_is_one_line(tmp_path, capsys):
+    from ichor import detect_cv
+
+    data = tmp_path / "w.jsonl"
+    data.write_text(json.dumps(_synthetic_rows(1, 2)[0]) + "\n")
+    with pytest.raises(SystemExit) as exit_:
+        detect_cv.main(["--data", str(data), "--written-weights", "0.5"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --written-weights needs --written FILES"

@@ -769,3 +769,98 @@ def test_warm_builds_everything_and_changes_nothing():
     scrubber.warm()
     assert all("pattern" in vars(row) for row in scrubber.CATALOGUE_ROWS)  # every pattern compiled
     assert scrub("call 07700 900123").text == "call [PHONE]"
+
+
+class TestLearnedUserNames:
+    """A user name learned from a home path or a prompt goes wherever else it stands in the same text."""
+
+    @pytest.mark.parametrize(
+        "text, name",
+        [
+            ("[Service]\nUser=priya\nWorkingDirectory=/home/priya/mailer\n", "priya"),
+            ("User=Tomasz\nWorkingDirectory=/home/Tomasz/app", "Tomasz"),
+            ("mkowalski@mkowalski-MacBook-Pro ~/dev/app % npm run build", "mkowalski"),
+            ("aisha.r@aisha.r-MacBook-Pro ~ % ls\nopen '/Users/aisha.r/dev/.env'", "aisha.r"),
+            ("cd /home/chen.tanaka/app && sudo -u chen.tanaka make", "chen.tanaka"),
+            ("C:\\Users\\olga\\AppData> whoami\ndesktop-7\\olga", "olga"),
+            ("ls ~jdoe/bin\nchown jdoe:staff file", "jdoe"),
+            ("File /Users/SKumar/x.py\nowner: skumar", "SKumar"),
+        ],
+    )
+    def test_every_occurrence_goes(self, text, name):
+        out = scrub(text).text
+        assert name.lower() not in out.lower(), out
+
+    @pytest.mark.parametrize(
+        "text, expected",
+        [
+            # Only whole words: a longer word that holds the name stays, and so does an e-mail address's
+            # own rule.
+            ("/home/priya/x priyanka priya_x", "/home/[USER]/x priyanka priya_x"),
+            ("/home/priya/x mail priya@corp.io", "/home/[USER]/x mail [EMAIL]"),
+            ("/home/priya/x mail priya.shah@corp.io", "/home/[USER]/x mail [EMAIL]"),
+            # Stock, service and short accounts are not learned: their names are words.
+            ("/home/dev/x; dev build", "/home/[USER]/x; dev build"),
+            ("/home/ubuntu/app; ubuntu 22.04", "/home/ubuntu/app; ubuntu 22.04"),
+            ("/home/jo/x and jo", "/home/[USER]/x and jo"),
+            ("cd /home/deploy/app && ./deploy.sh deploy", "cd /home/[USER]/app && ./deploy.sh deploy"),
+        ],
+    )
+    def test_other_words_stay(self, text, expected):
+        assert scrub(text).text == expected
+
+    def test_a_lone_path_still_counts_as_a_path(self):
+        assert scrub("see /home/priya/x").removed == {"home_path": 1}
+
+
+class TestRoleMailboxesAndTestNumbers:
+    """A role's mailbox and a provider's published test number identify no one; a person's still go."""
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "Author: Dependabot <support@github.com>",
+            "From: noreply@vendor.io",
+            "mail no-reply+build@ci.acme.io",
+            "report abuse@hosting.net or postmaster@hosting.net",
+            "Contact security@acme.io for disclosures",
+            "client.messages.create(to='+15005550006')",
+            "from_='+1 500 555 0001'",
+            "call (500) 555-0009",
+        ],
+    )
+    def test_stays(self, text):
+        assert scrub(text).text == text
+
+    @pytest.mark.parametrize(
+        "text, expected",
+        [
+            ("mail jane.support@corp.io", "mail [EMAIL]"),
+            ("mail support.jane@corp.io", "mail [EMAIL]"),
+            ("to='+15005550106'", "to='[PHONE]'"),
+            ("call +1 415 555 0100", "call [PHONE]"),
+        ],
+    )
+    def test_near_misses_go(self, text, expected):
+        assert scrub(text).text == expected
+
+
+class TestNationalNumberInOneBlock:
+    """After a country code, a national number written as one block of digits."""
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "call +91 9858844080.",
+            '1000,Lukas Weber,"+91 9858844080",x',
+            "tel: +49 15112345678",
+            "+33 612345678 (mobile)",
+            "Kontakt: +31-612345678",
+        ],
+    )
+    def test_goes(self, text):
+        assert "[PHONE]" in scrub(text).text
+
+    @pytest.mark.parametrize("text", ["v1.2 +3 12345678901234567", "x+1 2024", "a + 1234567890", "+1 2"])
+    def test_stays(self, text):
+        assert scrub(text).text == text

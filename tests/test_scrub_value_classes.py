@@ -295,3 +295,152 @@ def test_session_cookie_in_a_cookie_string_goes(template, name):
 )
 def test_cookie_near_misses_stay(text):
     kept(text)
+
+
+# --- a secret's name with "_id" after it: which key it is, given beside the key ---------------------------
+
+KEY_ID = token(40, "0123456789abcdef")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{\n  "type": "service_account",\n  "private_key_id": "{v}",\n}}',
+        "private_key_id = {v}\n",
+        "PRIVATE_KEY_ID={v}\n",
+        "credentials:\n  privateKeyId: {v}\n",
+        'vault write auth/approle/login role_id=abc secret_id="{v}"',
+        "api_key_id: '{v}'",
+    ],
+)
+def test_secret_key_id_goes(template):
+    gone(template.format(v=KEY_ID), KEY_ID)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"pad_token_id": 0,\n"eos_token_id": 50256,',
+        "tokenizer.pad_token_id = tokenizer.eos_token_id",
+        "session_id=" + token(16),
+        "client_id=" + token(24),
+        "private_key_id: none",
+        "secret_id = SECRET_ID",
+    ],
+)
+def test_id_names_that_hold_no_secret_stay(text):
+    kept(text)
+
+
+# --- a client constructor given an account id and its secret as positional literals ----------------------
+
+HEX32 = token(32, "0123456789abcdef")
+SID = "AC" + token(32, "0123456789abcdef")
+MIXED40 = token(40)
+
+
+@pytest.mark.parametrize(
+    "template, secret",
+    [
+        ("client = Client('{s}', '{h}')", HEX32),
+        ('twilio_client = TwilioClient("{s}", "{h}")', HEX32),
+        ("mc = Minio('play.min.io', 'Q3AM3UQ867SPQQA43P2F', '{m}', secure=True)", MIXED40),
+        ("auth = OAuth1('app-key', '{m}')", MIXED40),
+        ("auth = tweepy.OAuthHandler('xvz1evFS4wEEPTGEFPHBog', '{m}')", MIXED40),
+    ],
+)
+def test_client_constructors_positional_secret_goes(template, secret):
+    gone(template.format(s=SID, h=HEX32, m=MIXED40), secret)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "c = storage.Client('my-project-20240101', 'us-central1')",
+        "s3 = boto3.client('s3', 'us-east-1')",
+        "c = Client('eu-west-1', 'sandbox-env-20240101')",
+        "c = MongoClient('localhost', 'replicaSetName01')",
+        "client = Client('AC' + sid, os.environ['TWILIO_AUTH_TOKEN'])",
+        "c = Client('https://api.example.org', 'v2')",
+    ],
+)
+def test_client_constructor_near_misses_stay(text):
+    kept(text)
+
+
+# --- a secret-named call argument of any length ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "s.cookies.set('__Secure-next-auth.session-token', '{v}', domain='app.io')",
+        'localStorage.setItem("access_token", "{v}")',
+        'os.environ.setdefault("API_TOKEN", "{v}")',
+    ],
+)
+@pytest.mark.parametrize("length", [300, 1200, 4000])
+def test_long_secret_named_call_argument_goes(template, length):
+    value = token(length, B62 + "-_")
+    gone(template.format(v=value), value)
+
+
+# --- provider prefixes that say what they are without the provider's name ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "NRAK-" + token(27, string.ascii_uppercase + string.digits),
+        "NRII-" + token(32),
+        "NRJS-" + token(19, "0123456789abcdef"),
+        "hvs." + token(24),
+        "hvs." + token(95),
+        "hvb." + token(40),
+    ],
+)
+@pytest.mark.parametrize("template", ["export KEY_0={v}", "{v}", "token used: {v}.", '{{"k": "{v}"}}'])
+def test_self_naming_provider_token_goes(template, value):
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["NRAK-" + "X" * 27, "see ~/hvs.notes", "hvs.short", "the NRAK- prefix marks a user key", "nrak-docs"],
+)
+def test_provider_prefix_near_misses_stay(text):
+    kept(text)
+
+
+# --- a value that opens a bracket and never closes it ------------------------------------------------------
+
+UNCLOSED = ["{" + token(15) + "%", "(" + token(10) + "!x", "[" + token(9) + "#1"]
+
+
+@pytest.mark.parametrize("value", UNCLOSED)
+@pytest.mark.parametrize(
+    "template",
+    [
+        "mariadb -uroot --password={v} -e 'SHOW DATABASES'",
+        "DB_PASSWORD={v}\n",
+        "redis:\n  password: {v}\n",
+        "--client-secret={v} --verbose",
+    ],
+)
+def test_value_opening_a_bracket_it_never_closes_goes(template, value):
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "password={\n  value: x\n}",
+        "token=(self.token",
+        "PASSWORD={{",
+        "password={this.state.password",
+        "password: (a*b",
+        "PASSWORD=[x",
+    ],
+)
+def test_code_opening_a_bracket_stays(text):
+    kept(text)
