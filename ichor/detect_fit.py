@@ -29,6 +29,8 @@ from .detect_text import Window
 
 # Character n-grams were measured too and did not add to word n-grams out of source; they cost 3x the time.
 VARIANTS = {"reply": ("words", "shape", "reply"), "no_reply": ("words", "shape")}
+# The models that train on written windows: the pre-registered rule (docs/detector.md) passed for no_reply only.
+WRITTEN_VARIANTS = ("no_reply",)
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,12 @@ def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: list[d
 
 
 def fit(rows: list[dict], grid: Grid | None = None, written_rows: list[dict] = ()) -> dict:
-    grid = grid or Grid.with_written(bool(written_rows))
+    """Both shipped models; the written windows train only the ``WRITTEN_VARIANTS``."""
+
+    def fitted(variant: str) -> dict:
+        written = list(written_rows) if variant in WRITTEN_VARIANTS else []
+        return fit_variant(rows, variant, grid or Grid.with_written(bool(written)), written)
+
     return {
         "version": 2,
         "hash_bits": detect_model.HASH_BITS,
@@ -291,7 +298,7 @@ def fit(rows: list[dict], grid: Grid | None = None, written_rows: list[dict] = (
             "repositories": len({source_of(r) for r in rows}),
             "written_windows": len(written_rows),
         },
-        "models": {variant: fit_variant(rows, variant, grid, written_rows) for variant in VARIANTS},
+        "models": {variant: fitted(variant) for variant in VARIANTS},
     }
 
 
