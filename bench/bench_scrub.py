@@ -3,7 +3,7 @@
 Tools: ichor's scrubber; gitleaks' default catalogue alone (ichor's converted rows of it, applied by themselves);
 detect-secrets 1.5.0 (every default plugin, in-memory ``scan_line``); scrubadub 2.0.1 (default detectors).
 
-Six corpora, reported apart:
+Seven corpora, reported apart:
 - in-sample (bench/corpus.py): ≥ 1 MB of chat text with fake secrets and PII of every kind ichor knows, plus
   generated near-misses. Its templates were written next to ichor's rules, so it says what the rules do on the
   shapes they were written for, not how they generalise.
@@ -30,6 +30,11 @@ Six corpora, reported apart:
   after that (removed 0.952, kept 0.955: the honest figure). Its misses and over-scrubbed near-misses were then
   examined and their classes fixed, so it too is now a regression check, not a measure of how the rules
   generalise.
+- blind v5 (bench/corpus_blind5.py): pastes of 62 shapes by a fifth engineer who read neither the scrubber nor
+  any corpus above, written while blind v4's misses were being fixed; measured once, nothing changed for it. Its
+  writer was asked to keep IP addresses and to plant people's names in prose (``person_name``): ichor removes
+  every IP and no names by design (docs/security.md), so beside the plain figures the run also reports kept
+  without the bare IP addresses and removed without ``person_name``.
 Every paste figure has n and a 95% Wilson interval.
 
 An item counts as removed when its text no longer appears in the output. detect-secrets only detects, so it is
@@ -50,7 +55,16 @@ from collections import Counter
 from dataclasses import dataclass
 from types import ModuleType
 
-from . import corpus, corpus_blind, corpus_blind2, corpus_blind3, corpus_blind4, corpus_heldout, write_result
+from . import (
+    corpus,
+    corpus_blind,
+    corpus_blind2,
+    corpus_blind3,
+    corpus_blind4,
+    corpus_blind5,
+    corpus_heldout,
+    write_result,
+)
 
 
 @dataclass
@@ -203,10 +217,22 @@ def overall(text: str, found: list[corpus.Embedded], near: list[str]) -> dict:
     return {"removed": _share(removed, len(found)), "near_misses_kept": _share(kept, len(near))}
 
 
+def _is_ip(value: str) -> bool:
+    """Is a near-miss a bare IP address (which ichor removes by design, whatever a corpus asks)?"""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(value.strip())
+    except ValueError:
+        return False
+    return True
+
+
 def _heldout_tool(pastes: list[corpus_heldout.Paste], clean) -> dict:
     by_kind: dict[str, list[int]] = {}
     by_shape: dict[str, list[int]] = {}
     kept = kept_n = 0
+    kept_not_ip = [0, 0]
     for paste in pastes:
         out = clean(paste.text)
         for kind, value in paste.must_go:
@@ -220,11 +246,17 @@ def _heldout_tool(pastes: list[corpus_heldout.Paste], clean) -> dict:
         for value in paste.must_stay:
             kept += value in out
             kept_n += 1
+            if not _is_ip(value):
+                kept_not_ip[0] += value in out
+                kept_not_ip[1] += 1
     removed = sum(h for h, _ in by_kind.values())
     total = sum(n for _, n in by_kind.values())
+    names = by_kind.get("person_name", [0, 0])
     return {
         "removed": _share(removed, total),
         "kept": _share(kept, kept_n),
+        "removed_without_person_names": _share(removed - names[0], total - names[1]),
+        "kept_without_ip_addresses": _share(*kept_not_ip),
         "removed_by_kind": {k: _share(h, n) for k, (h, n) in sorted(by_kind.items())},
         "removed_by_shape": {k: _share(h, n) for k, (h, n) in sorted(by_shape.items())},
     }
@@ -287,6 +319,7 @@ BLIND_CORPORA = (
     BlindCorpus(
         "blind_v4", "blind v4", corpus_blind4, _once((0.952, 457, [0.928, 0.968]), (0.955, 403, [0.931, 0.972]))
     ),
+    BlindCorpus("blind_v5", "blind v5", corpus_blind5),
 )
 
 

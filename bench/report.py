@@ -297,13 +297,19 @@ def scrub_heldout_section(r: dict) -> str:
 
 
 def paste_tables(tools: dict, corpus: str) -> str:
-    """Removed and kept per tool on a paste corpus, then ichor's removed share per kind of item."""
-    rows = [[name, _share_cell(t["removed"]), _share_cell(t["kept"])] for name, t in tools.items()]
+    """Removed and kept per tool on a paste corpus, then ichor's removed share per kind of item.
+
+    People's names and bare IP addresses are also set aside, each in its own column: ichor removes no names and
+    every IP by design, whatever a corpus asks."""
+    rows = [
+        [name, _share_cell(t["removed"]), _share_cell(t["kept"])]
+        + [_share_cell(t[k]) if k in t else "–" for k in ("removed_without_person_names", "kept_without_ip_addresses")]
+        for name, t in tools.items()
+    ]
     kinds = [[kind, _share_cell(share)] for kind, share in tools["ichor"]["removed_by_kind"].items()]
+    head = ["tool", "removed", "must-stay kept", "removed, people's names aside", "kept, bare IP addresses aside"]
     return (
-        table(["tool", "removed", "must-stay kept"], rows)
-        + f"\n\nichor on {corpus}, removed per kind of item:\n\n"
-        + table(["kind", "removed"], kinds)
+        table(head, rows) + f"\n\nichor on {corpus}, removed per kind of item:\n\n" + table(["kind", "removed"], kinds)
     )
 
 
