@@ -849,12 +849,15 @@ PII_RULES: tuple[Rule, ...] = (
     Rule("iban", scrub_pii.find_ibans),
     Rule("card", scrub_pii.find_cards),
     Rule("ssn", scrub_pii.find_ssns, gate=("-",)),
+    Rule("ssn", scrub_pii.find_labelled_ssns, gate=scrub_pii.SSN_LABEL_GATE),
     Rule("ip", _finder(re.compile(rf"\.(?<=[0-9]\.){_OCTET}\.{_OCTET}\.{_OCTET}(?![\w\[\]]|\.[0-9])"), _ipv4)),
     Rule("ip", _finder(re.compile(r":[0-9A-Fa-f]{0,4}:[0-9A-Fa-f:]{0,36}(?:%[A-Za-z0-9]{1,15})?"), _ipv6)),
     Rule(
         "phone",
         _finder(
-            re.compile(r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\))?(?:[ -][0-9]{1,12}){1,5}" + _PHONE_END),
+            re.compile(
+                r"\+(?<![\w+\[\]]\+)[0-9]{1,3}(?:[ -]?\([0-9]{1,4}\)[0-9]{0,4})?(?:[ -][0-9]{1,12}){1,5}" + _PHONE_END
+            ),
             _phone_digits,
         ),
     ),
@@ -868,6 +871,7 @@ PII_RULES: tuple[Rule, ...] = (
         _finder(re.compile(r"[0-9](?<![\w+.\[\]].)[0-9]{2}[.-][0-9]{3}[.-][0-9]{4}" + _PHONE_END), _north_american),
     ),
     Rule("phone", scrub_pii.find_national_phones, gate=("0",)),
+    Rule("phone", scrub_pii.find_labelled_phones, gate=scrub_pii.PHONE_LABEL_GATE),
 )
 
 _SECRET_KIND_SET = frozenset(SECRET_KINDS)

@@ -56,8 +56,10 @@ _SSN = re.compile(r"-(?<=[0-9]{3}-)(?<![\w.-][0-9]{3}-)[0-9]{2}-[0-9]{4}(?![\w]|
 # A national number written the way people write their own: a trunk 0 and separated digit groups
 # (07700 900123, 06 12 34 56 78, 090-1234-5678, (0)30 1234567). International numbers (+44 ...) and North
 # American ones are found by the scrubber's own phone rules.
+# German-speaking countries write the area code apart with a slash (089/5018858, 0221/123 4567).
 _NATIONAL_PHONE = re.compile(
-    r"0(?<![\w+.\[\]/-]0)(?<![0-9][ -]0)[0-9]{1,4}\)?(?:[ .-][0-9]{2,8}){1,4}(?![\w]|[.-][0-9]|/)"
+    r"0(?<![\w+.\[\]/-]0)(?<![0-9][ -]0)[0-9]{1,4}"
+    r"(?:\)?(?:[ .-][0-9]{2,8}){1,4}|/[0-9]{3,8}(?:[ .-][0-9]{2,8}){0,3})(?![\w]|[.-][0-9]|/)"
 )
 # A date written day-first or month-first with a four-digit year (01.02.2024, 09-12-2021): the shape of a
 # national number with a trunk 0, and valid in some region, but a date.
@@ -76,7 +78,7 @@ def _is_date(candidate: str) -> bool:
 PHONE_REGIONS = ("GB", "FR", "DE", "JP", "IT", "ES", "NL", "BE", "CH", "AT", "IE", "AU", "IN", "BR", "KR", "SE")
 
 
-_SEPARATORS = str.maketrans("", "", " -.()")
+_SEPARATORS = str.maketrans("", "", " -.()/")
 
 
 def _digits(s: str) -> str:
@@ -153,10 +155,35 @@ def _luhn_lengths(digits: str) -> frozenset[int]:
     return frozenset(passing)
 
 
+# Example IBANs printed in the IBAN registry, banks' and payment processors' documentation: like the test cards,
+# they identify no one and are kept.
+PUBLISHED_EXAMPLE_IBANS = frozenset(
+    {
+        "DE89370400440532013000",
+        "GB29NWBK60161331926819",
+        "GB82WEST12345698765432",
+        "GB33BUKB20201555555555",
+        "FR1420041010050500013M02606",
+        "FR7630006000011234567890189",
+        "NL91ABNA0417164300",
+        "BE68539007547034",
+        "ES9121000418450200051332",
+        "IT60X0542811101000000123456",
+        "AT611904300234573201",
+        "CH9300762011623852957",
+    }
+)
+
+
 def _iban_checker() -> Callable[[str], bool]:
-    """The mod-97 check on every candidate, then stdnum's full check (the country's length and format) on the
-    first MAX_FULL_IBAN_CHECKS distinct ones: the full check costs ~20 us, so past that a candidate with a
-    valid checksum, which a random string has 1 chance in 97 of, is taken for an IBAN."""
+    """The mod-97 check on every candidate, then stdnum's check of the country's length and format on the first
+    MAX_FULL_IBAN_CHECKS distinct ones: that costs ~20 us, so past that a candidate with a valid checksum, which a
+    random string has 1 chance in 97 of, is taken for an IBAN.
+
+    A country's own check digits inside the BBAN (Spain's, Belgium's, France's RIB key...) are not asked for:
+    every real IBAN passes them, so they could only keep numbers that are IBAN-shaped, mod-97-valid and of the
+    country's exact length, which is what test-data generators (Faker) print and what people mistype in a BBAN;
+    the scrubber cannot tell those from a real account, and removing one costs nothing."""
     from stdnum import iban
     from stdnum.iso7064 import mod_97_10
 
@@ -165,10 +192,16 @@ def _iban_checker() -> Callable[[str], bool]:
     def valid(candidate: str) -> bool:
         nonlocal full_checks
         number = candidate.replace(" ", "")
-        if not mod_97_10.is_valid(number[4:] + number[:4]):
+        if number in PUBLISHED_EXAMPLE_IBANS or not mod_97_10.is_valid(number[4:] + number[:4]):
             return False
         full_checks += 1
-        return full_checks > MAX_FULL_IBAN_CHECKS or iban.is_valid(number)
+        if full_checks > MAX_FULL_IBAN_CHECKS:
+            return True
+        try:
+            iban.validate(number, check_country=False)
+        except ValueError:
+            return False
+        return True
 
     return _remembered(valid)
 
@@ -257,3 +290,73 @@ def warm() -> None:
                 phonenumbers.is_valid_number(phonenumbers.parse(sample, region))
             except phonenumbers.NumberParseException:
                 pass
+
+
+# A number right after a word that says it is a phone number, written the national way without a trunk 0 (Spain's
+# and Italy's mobiles, Brazil's "(31) 3083-4535", a US number without its parentheses): unlabelled, such digit
+# groups are too often counts, ids or amounts to take on shape alone. The label must end within a few characters
+# of the number ("Mi móvil: 636 14 98 26", "M: 649 13 84 91", "reach Aiko directly on 310 1423410").
+_PHONE_LABEL = re.compile(
+    r"(?i)(?<![\w])(?:(?:phone|tel|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|"
+    r"celular|portable|handy|whatsapp|fax)\.?[ \t]{0,3}(?::[ \t]{0,3})?|m:[ \t]{0,3}|(?:directly|me) (?:on|at) )"
+    r"(?P<number>\(?[1-9][0-9]{1,3}\)?(?:[ .-]?[0-9]{2,8}){1,4})(?![\w]|[.-][0-9]|/)"
+)
+PHONE_LABEL_GATE = (
+    "phone",
+    "tel",
+    "mobil",
+    "vil",
+    "cell",
+    "portable",
+    "handy",
+    "whatsapp",
+    "fax",
+    "m:",
+    "directly on",
+    "directly at",
+    "me on",
+    "me at",
+)
+# Regions tried for a labelled number without a trunk 0.
+LABELLED_PHONE_REGIONS = ("ES", "IT", "BR", "PT", "US", "FR", "DE", "GB", "IN", "MX", "PL", "NL")
+
+
+def _valid_labelled_phone(candidate: str) -> bool:
+    import phonenumbers
+
+    for region in LABELLED_PHONE_REGIONS:
+        try:
+            number = phonenumbers.parse(candidate, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+    return False
+
+
+def find_labelled_phones(text: str) -> Iterator[tuple[int, int]]:
+    checks = 0
+    for m in _PHONE_LABEL.finditer(text):
+        candidate = m.group("number")
+        if not 8 <= len(_digits(candidate)) <= 12 or candidate.count("(") != candidate.count(")"):
+            continue
+        checks += 1
+        if checks > MAX_PHONE_CHECKS or _valid_labelled_phone(candidate):
+            yield m.span("number")
+
+
+# An SSN written without dashes (spaced or run together) is nine digits like any other: only right after a label
+# that names it (SSN, Social Security number, SSN#) is it taken for one.
+_LABELLED_SSN = re.compile(
+    r"(?i)(?<![\w])(?:ssn|social security(?: number| no\.?)?)[ \t]{0,3}(?:#|no\.?)?[ \t]{0,3}[:=]?[ \t]{0,3}"
+    r"(?P<number>[0-9]{3}(?P<sep>[ ]?)[0-9]{2}(?P=sep)[0-9]{4})(?![\w]|[.-][0-9])"
+)
+SSN_LABEL_GATE = ("ssn", "social security")
+
+
+def find_labelled_ssns(text: str) -> Iterator[tuple[int, int]]:
+    from stdnum.us import ssn
+
+    for m in _LABELLED_SSN.finditer(text):
+        if ssn.is_valid(m.group("number").replace(" ", "")):
+            yield m.span("number")
