@@ -46,6 +46,16 @@ _LOOKUP_KEY = re.compile(
     r"(?i)(?:\w*_)?(?:idempotency|cache|sort|partition|primary|foreign|routing|dedup|deduplication|lookup|row|"
     r"range|object|shard|composite|unique)_key"
 )
+# A key that is public by design: a CAPTCHA's site key (reCAPTCHA, hCaptcha, Turnstile), a publishable key, a public
+# key. Its secret counterpart has a name of its own (secret_key, private_key).
+_PUBLIC_KEY = re.compile(r"(?i)(?:\w*_)?(?:site|publishable|public|pub)_key")
+# "pass" as "hand over" rather than "password": web servers' directives that pass a request on to a backend
+# (nginx's proxy_pass, fastcgi_pass, uwsgi_pass, scgi_pass, grpc_pass, memcached_pass).
+_FORWARDING_NAME = re.compile(r"(?i)(?:proxy|fastcgi|uwsgi|scgi|grpc|memcached)_pass")
+# A key's id written as one: a GPG key id or fingerprint (8, 16 or 40 hex digits), a UUID (a KMS key's id).
+_KEY_ID_VALUE = re.compile(
+    r"(?:0x)?(?:[0-9A-Fa-f]{8}|[0-9A-Fa-f]{16}|[0-9A-F]{40})|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+)
 # Code where a value should be: attribute access (tokenizer.eos_token, self.v2) or a call or subscript. A dotted
 # value whose parts are not identifiers (Summer.2024, a dotted token) is a value.
 EXPRESSION = re.compile(
@@ -77,12 +87,12 @@ _NAMED_OPERATOR = re.compile(
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
     + r"(?:[_.-]?id)?)"
-    + r"\\?[\"']?\]?[ \t]{0,8}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?!\\?[\"']?\[REDACTED)"  # not removed yet
+    + r"\\?[\"']?\]?[ \t]{0,40}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?!\\?[\"']?\[REDACTED)"  # not removed yet
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
 # A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
 _NAME_REVERSED = re.compile(
-    r"[ \t]{0,8}(?P<sub>\])?(?P<q>[\"']?)\\?(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)\\?"
+    r"[ \t]{0,40}(?P<sub>\])?(?P<q>[\"']?)\\?(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)\\?"
     r"(?(sub)\[|(?![\w.\[\]-]))"
 )
 # A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a
@@ -98,6 +108,11 @@ _BARE_END = re.compile(r"[\s\"'`,;]")
 _YAML_BLOCK = re.compile(r"[|>][+-]?[0-9]?[ \t]*\r?\n[ \t]+(?P<value>\S)")
 _DQ_END = re.compile(r"[\"\n]")
 _SQ_END = re.compile(r"['\n]")
+_BT_END = re.compile(r"[`\n]")
+# A YAML key with nothing after its colon and a plain scalar on the next, deeper-indented line (a long secret
+# wrapped under its key). A nested mapping ("key: value") or a list ("- item") there is not a value.
+_YAML_NEXT_LINE = re.compile(r"[ \t]*\r?\n(?P<indent>[ \t]{1,40})(?![-?] |#)(?P<value>[^\s\"'][^\n]{0,1000})")
+_YAML_KEY = re.compile(r"[^\s:]{1,200}:(?:\s|$)")
 # Operators examined within one run of value text: deeper nesting than this is not an assignment anyone wrote,
 # and the bound keeps hostile text (token=token=token=...) linear.
 _MAX_NESTED = 8
@@ -118,7 +133,12 @@ class _NextMatch:
 
 def find_assignments(text: str) -> Iterator[tuple[int, int]]:
     reversed_text = None
-    ends = {"bare": _NextMatch(text, _BARE_END), '"': _NextMatch(text, _DQ_END), "'": _NextMatch(text, _SQ_END)}
+    ends = {
+        "bare": _NextMatch(text, _BARE_END),
+        '"': _NextMatch(text, _DQ_END),
+        "'": _NextMatch(text, _SQ_END),
+        "`": _NextMatch(text, _BT_END),  # a JavaScript template literal
+    }
     taken_until, run_end, in_run = 0, -1, 0
     size = len(text)
     for m in _NAMED_OPERATOR.finditer(text):
@@ -158,13 +178,19 @@ def find_assignments(text: str) -> Iterator[tuple[int, int]]:
             first = text[start] if start < size else ""
         if operator == ":" and first in "|>" and (block := _YAML_BLOCK.match(text, start)):
             start, first = block.start("value"), block.group("value")[:1]  # PASSWORD: >-, then the value below
+        elif operator == ":" and first in "\r\n" and (below := _YAML_NEXT_LINE.match(text, start)):
+            line_start = text.rfind("\n", 0, op_start) + 1
+            key_indent = len(text[line_start:op_start]) - len(text[line_start:op_start].lstrip(" \t"))
+            if len(below.group("indent")) <= key_indent or _YAML_KEY.match(below.group("value")):
+                continue
+            start, first = below.start("value"), below.group("value")[:1]  # secret:, then the value below
         if first == "[" and (literals := _STRING_LIST.match(text, start)):
             spans = list(_list_secrets(literals, strength))
             if spans:
                 taken_until = literals.end()
                 yield from spans
             continue
-        quote = first if first and first in "\"'" else None
+        quote = first if first and first in "\"'`" else None
         if quote and text.startswith(quote * 3, start):
             start += 2  # a triple-quoted string: """VALUE"""; the value is taken from its third quote
         end = ends[quote](start + 1) if quote else _bare_end(text, start, ends["bare"])
@@ -241,10 +267,12 @@ def name_strength(raw_name: str) -> str | None:
         return "userinfo"
     if (suffix := _ID_SUFFIX.search(name)) and suffix.start() > 0:
         return "weak" if name_strength(name[: suffix.start()]) in ("strong", "weak", "glued") else None
+    if _FORWARDING_NAME.fullmatch(name):
+        return None
     if _STRONG_NAME.fullmatch(name):
         return "strong"
     if _KEY_NAME.fullmatch(name):
-        return None if _LOOKUP_KEY.fullmatch(name) else "weak"
+        return None if _LOOKUP_KEY.fullmatch(name) or _PUBLIC_KEY.fullmatch(name) else "weak"
     if _GLUED_NAME.fullmatch(name) and name.lower() not in _NOT_GLUED:
         return "strong" if name.isupper() else "glued"
     return None
@@ -267,7 +295,10 @@ def assignment_value(
     if is_template(value) or is_placeholder(value):
         return None
     if strength == "weak":
-        # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated.
+        # A generic *_KEY (SORT_KEY, WANDB_RUN_ID_KEY, cache_key): only a value that looks generated. A key's id
+        # (signing.keyId=D96FE59F, kms_key_id = <uuid>) written as an id names the key without opening anything.
+        if _KEY_ID_VALUE.fullmatch(value) and _ID_SUFFIX.search(_CAMEL_STEP.sub("_", _normal_name(raw_name))):
+            return None
         ok = len(value) >= 8 and has_digit_and_letter(value) and " " not in value
         return (start, end) if ok else None
     if (strength == "glued" or (quote is None and operator == ":")) and not looks_generated(value):

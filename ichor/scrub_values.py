@@ -134,7 +134,12 @@ def is_template(value: str) -> bool:
         return False
     if value[:1] in _TEMPLATE_FIRST and (_TEMPLATE.fullmatch(value) is not None or value.startswith(_TEMPLATE_STARTS)):
         return True
+    if value.startswith("arn:") and _ARN.match(value):
+        return True  # an AWS resource name (a KMS key's, a Secrets Manager secret's) says where, not what
     return value[:32].lower().startswith(_CODE_STARTS)  # short prefixes: lower-casing a long value costs its length
+
+
+_ARN = re.compile(r"arn:aws[a-z-]{0,12}:[a-z0-9-]{1,40}:[a-z0-9-]{0,30}:[0-9]{0,12}:\S")
 
 
 def kept_value(value: str) -> bool:
