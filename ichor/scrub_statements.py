@@ -112,6 +112,18 @@ _PROSE_COLON = re.compile(
     r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"']{1,256})"""
 )
 _TRAILING_PUNCTUATION = ".,;:)"  # not "!" or "?": passwords end with them too
+# Prose that names a password, a few words later says what it is or was set to, and gives the value, perhaps on
+# the next line, in any of the languages people paste in: "the temporary password we set was X", "the root
+# password is\nX", "das Passwort für die Datenbank auf „X\" geändert", "la contraseña del usuario admin es X",
+# "a senha do Grafana é X", "パスワードは「X」". The words between are words, not code, an operator or a path.
+_PROSE_NAMED = re.compile(
+    r"(?i)(?:(?<![\w-])(?:pass(?:word|phrase|code)|passwort|kennwort|contrase(?:ñ|n)a|senha|mot de passe|"
+    r"mot-de-passe)|パスワード|暗証番号)"
+    r"(?:[ \t]+[^\s:=/\\()<>\[\]{}\"'„“”«»「」]{1,30}){0,6}?"
+    r"(?:[ \t]+(?:is|was|are|to|ist|war|lautet|auf|es|era|é|est|était|foi)(?:[ \t]+|[ \t]*\r?\n[ \t]*)|は|:|：)[ \t]*"
+    r"""(?!["'„“«「]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|„[^"“”\n]{1,256}["“”]|“[^”\n]{1,256}”|"""
+    r"""«[^»\n]{1,256}»|「[^」\n]{1,256}」|[^\s"'„“«「]{1,256})"""
+)
 
 
 def _literal(m: re.Match) -> tuple[int, int]:
@@ -202,6 +214,19 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
                 yield start, end
 
 
+def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:
+    for m in _PROSE_NAMED.finditer(text):
+        start, end = m.span("value")
+        if text[start] in "\"'„“«「":
+            start, end = start + 1, end - 1
+        else:
+            while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+                end -= 1  # the sentence's full stop
+        value = text[start:end]
+        if looks_random(value) and not kept_value(value) and not is_expression(value):
+            yield start, end
+
+
 def _credential_call_values(text: str) -> Iterator[tuple[int, int]]:
     for m in _CREDENTIAL_CALL.finditer(text):
         start, end = _literal(m)
@@ -227,6 +252,7 @@ _FINDERS = (
     ),
     (_client_call_values, ("client", "minio", "oauth")),
     (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
+    (_prose_named_values, ("pass", "kennwort", "contrase", "senha", "パスワード", "暗証番号")),
 )
 GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))
 
