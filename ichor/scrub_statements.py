@@ -120,9 +120,10 @@ _PROSE_NAMED = re.compile(
     r"(?i)(?:(?<![\w-])(?:pass(?:word|phrase|code)|passwort|kennwort|contrase(?:ñ|n)a|senha|mot de passe|"
     r"mot-de-passe)|パスワード|暗証番号)"
     r"(?:[ \t]+[^\s:=/\\()<>\[\]{}\"'„“”«»「」]{1,30}){0,6}?"
-    r"(?:[ \t]+(?:is|was|are|to|ist|war|lautet|auf|es|era|é|est|était|foi)(?:[ \t]+|[ \t]*\r?\n[ \t]*)|は|:|：)[ \t]*"
-    r"""(?!["'„“«「]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|„[^"“”\n]{1,256}["“”]|“[^”\n]{1,256}”|"""
-    r"""«[^»\n]{1,256}»|「[^」\n]{1,256}」|[^\s"'„“«「]{1,256})"""
+    r"(?:[ \t]+(?:is|was|are|to|ist|war|lautet|auf|es|era|é|est|était|foi)(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
+    r"|(?<=[ド号])[は:：])[ \t]*"
+    r"""(?!["'„“«「`]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|„[^"“”\n]{1,256}["“”]|“[^”\n]{1,256}”|"""
+    r"""«[^»\n]{1,256}»|「[^」\n]{1,256}」|`[^`\n]{1,256}`|[^\s"'„“«「`]{1,256})"""
 )
 
 
@@ -217,7 +218,7 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
 def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:
     for m in _PROSE_NAMED.finditer(text):
         start, end = m.span("value")
-        if text[start] in "\"'„“«「":
+        if text[start] in "\"'„“«「`":
             start, end = start + 1, end - 1
         else:
             while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
