@@ -32,7 +32,7 @@ from .scrub_values import (
 _NAME_QUALIFIER = r"(?:_(?:data|value|b64|base64|raw|plain|plaintext|str|enc|encoded|encrypted|hash|base))?"
 _STRONG_NAME = re.compile(
     r"(?i)(?:\w*_)?(?:api_?key|apikey|secret|secret_?key|client_?secret|token|access_?token|auth_?token|"
-    r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|"
+    r"refresh_?token|bot_?token|api_?token|session_?token|password|passwd|pwd|pass|pw|passcode|passphrase|(?<=_)pat|"
     r"private_?key|access_?key|secret_?access_?key|signing_?key|encryption_?key|master_?key|credentials?)"
     + _NAME_QUALIFIER
 )
@@ -68,7 +68,7 @@ def is_expression(value: str) -> bool:
     return EXPRESSION.match(value) is not None and not looks_passphrase(value)
 
 
-NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential")
+NAME_GATE = ("key", "secret", "token", "pass", "pwd", "pw", "credential", "pat")
 # A URI's userinfo given apart from its URI holds "user:password": Confluent's basic.auth.user.info=KEY:SECRET.
 USERINFO_GATE = ("userinfo", "user_info", "user.info", "user-info")
 _USERINFO_NAME = re.compile(r"(?i)(?:\w*_)?user_?info")
@@ -82,7 +82,7 @@ _REMOVED = ("[REDACTED", '"[REDACTED', "'[REDACTED")
 # The first letter is matched case by case and the word after it dispatched on it by a lookbehind: a pattern that
 # starts with a set of letters lets the engine skip to the next such letter instead of trying every position.
 _NAMED_OPERATOR = re.compile(
-    r"[kKsStTpPcCiI](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w)|(?<=c)redentials?|"
+    r"[kKsStTpPcCiI](?i:(?<=k)ey|(?<=s)ecret|(?<=t)oken|(?<=p)(?:ass(?:word|wd|code|phrase)?|wd|w|at)|(?<=c)redentials?|"
     r"(?<=i)nfo)"
     + "(?i:"
     + _NAME_QUALIFIER.replace("_", "[_.-]", 1)
@@ -90,9 +90,12 @@ _NAMED_OPERATOR = re.compile(
     + r"\\?[\"']?\]?[ \t]{0,40}(?P<op>=>|:=|<-|=(?!=)|:(?!=))[ \t]*+(?!\\?[\"']?\[REDACTED)"  # not removed yet
 )
 # The name before the operator, matched on the reversed text (so it is an anchored match, not a search).
+# A quoted name may be a path of sections joined by colons, the last one naming the value: ASP.NET's
+# "Auth0:ClientSecret", "ConnectionStrings:Redis", "Twilio:AuthToken" in appsettings.json and user secrets.
 # A subscript's key is a name too: os.environ["DB_PASSWORD"] = ..., config['password'] = ..., ENV["API_KEY"] = ...
 _NAME_REVERSED = re.compile(
-    r"[ \t]{0,40}(?P<sub>\])?(?P<q>[\"']?)\\?(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})(?P=q)\\?"
+    r"[ \t]{0,40}(?P<sub>\])?(?P<q>[\"']?)\\?(?P<name>[A-Za-z0-9_.-]{0,80}[A-Za-z_]-{0,2})"
+    r"(?:(?::[A-Za-z0-9_.-]{1,80}){1,4}(?=\\?[\"']))?(?P=q)\\?"
     r"(?(sub)\[|(?![\w.\[\]-]))"
 )
 # A type between a name and its value: let token: string = "...", const API_KEY: &str = "...". The "=" has a

@@ -127,6 +127,70 @@ _PROSE_NAMED = re.compile(
 )
 
 
+# A variable set by a command that takes the name and the value as two words: Windows' setx NAME VALUE, fish's
+# set -gx NAME VALUE, launchctl setenv NAME VALUE (macOS).
+_SET_COMMAND = re.compile(
+    r"(?<![\w-])(?:setx|set[ \t]+-[A-Za-z]{1,4}(?:[ \t]+-[A-Za-z]{1,4})?|launchctl[ \t]+setenv)[ \t]+"
+    r"""(?P<name>[A-Za-z_][A-Za-z0-9_]{0,80})[ \t]+(?!["']?\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"';]{1,256})"""
+)
+# A secret-named variable read with a literal fallback: the fallback is the secret. os.getenv("API_TOKEN", "X"),
+# os.environ.get("DB_PASSWORD", "X"), ENV.fetch("DATABASE_PASSWORD") { "X" }, ENV.fetch("KEY", "X"),
+# process.env.API_KEY || "X" (or ??), getenv('DB_PASS') ?: 'X', and the shell's ${DB_PASSWORD:-X}.
+_ENV_FALLBACK = re.compile(
+    r"""(?:(?:getenv|get|fetch|env|getOrDefault|GetEnvironmentVariable)[ \t]*\([ \t]*(?P<q>["'])"""
+    r"""(?P<name>[A-Za-z_][\w.-]{0,80})(?P=q)[ \t]*(?:,|\)[ \t]*(?:\{|\|\||\?\?|\?:|or\b))"""
+    r"""|process\.env\.(?P<jsname>[A-Za-z_]\w{0,80})[ \t]*(?:\|\||\?\?))[ \t]*(?!["'`]\[REDACTED)"""
+    r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`)"""
+    r"""|\$\{(?P<shname>[A-Za-z_]\w{0,80}):?-(?P<shvalue>[^}\s$]{1,256})\}"""
+)
+# A Terraform (or Packer) variable whose block names a secret and whose default is the value:
+# variable "datadog_api_key" { default = "X" }.
+_HCL_VARIABLE = re.compile(
+    r"""variable[ \t]+"(?P<name>[A-Za-z_][\w-]{0,80})"[ \t]*\{[^{}]{0,600}?(?<![\w-])default[ \t]*=[ \t]*"""
+    r"""(?!"\[REDACTED)(?P<value>"[^"\n]{1,256}")"""
+)
+# A password given as a positional literal: requests' auth=("user", "X"), PHP's new PDO($dsn, 'user', 'X'),
+# mysqli_connect('host', 'user', 'X', 'db'), pg_connect's and Java's getConnection(url, "user", "X").
+_POSITIONAL_PASSWORD = re.compile(
+    r"""(?:(?<![\w-])auth[ \t]*=[ \t]*\(|(?i:\bnew[ \t]+PDO|mysqli_connect|new[ \t]+mysqli|mysqli_real_connect)"""
+    r"""[ \t]*\([ \t]*(?:(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|\$?[\w.]{1,64})[ \t]*,[ \t]*)?)"""
+    r"""[ \t]*(?:"[^"\n]{1,128}"|'[^'\n]{1,128}')[ \t]*,[ \t]*(?!["']\[REDACTED)""" + _QUOTED + r"[ \t]*[,)]"
+)
+
+
+def _value_by_name(name: str, value: str) -> bool:
+    """A value a secret's name vouches for, though no operator joins them: random-looking after a strong name
+    ("not-set" and "changeme" are words), a digit and a letter after a generic *_KEY."""
+    strength = name_strength(name)
+    if strength is None or kept_value(value) or is_expression(value):
+        return False
+    if strength == "weak":
+        return len(value) >= 8 and has_digit_and_letter(value)
+    return looks_random(value)
+
+
+def _named_values(text: str) -> Iterator[tuple[int, int]]:
+    for pattern in (_SET_COMMAND, _ENV_FALLBACK, _HCL_VARIABLE):
+        for m in pattern.finditer(text):
+            groups = m.groupdict()
+            value_group = "shvalue" if groups.get("shvalue") else "value"
+            name = groups.get("name") or groups.get("jsname") or groups.get("shname") or ""
+            start, end = m.span(value_group)
+            if text[start] in "\"'`":
+                start, end = start + 1, end - 1
+            if _value_by_name(name, text[start:end]):
+                yield start, end
+
+
+def _positional_passwords(text: str) -> Iterator[tuple[int, int]]:
+    for m in _POSITIONAL_PASSWORD.finditer(text):
+        start, end = _literal(m)
+        value = text[start:end]
+        if looks_generated(value) and not kept_value(value) and "://" not in value:
+            yield start, end
+
+
 def _literal(m: re.Match) -> tuple[int, int]:
     start, end = m.span("value")
     if m.string[start] in "\"'":
@@ -252,6 +316,8 @@ _FINDERS = (
         ("login", "log_in", "signin", "sign_in", "authenticate", "connection", "auth", "credential"),
     ),
     (_client_call_values, ("client", "minio", "oauth")),
+    (_named_values, ("setx", "set ", "setenv", "getenv", "get(", "fetch", "env", "getordefault", "variable", "${")),
+    (_positional_passwords, ("auth", "pdo", "mysqli")),
     (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
     (_prose_named_values, ("pass", "kennwort", "contrase", "senha", "パスワード", "暗証番号")),
 )
