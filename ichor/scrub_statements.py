@@ -11,12 +11,21 @@ Each finder yields the spans of values to remove, left to right; values are judg
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Iterator
 
 from .scrub_catalogue import lower_of
 from .scrub_names import is_expression, name_strength
-from .scrub_values import decodes_to_credentials, has_digit_and_letter, kept_value, looks_generated, looks_random
+from .scrub_values import (
+    decodes_to_credentials,
+    has_digit_and_letter,
+    kept_value,
+    looks_generated,
+    looks_like_credential,
+    looks_random,
+)
 
 _QUOTED = r"""(?P<value>'[^'\n]{1,256}'|"[^"\n]{1,256}")"""
 
@@ -159,6 +168,54 @@ _POSITIONAL_PASSWORD = re.compile(
 )
 
 
+# A command whose positional argument is a token: wandb login KEY, ngrok authtoken KEY, ngrok config
+# add-authtoken KEY.
+_TOKEN_COMMAND = re.compile(
+    r"(?<![\w-])(?:wandb[ \t]+login(?:[ \t]+--(?:relogin|verify))*|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+"
+    r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"';|&]{1,256})"""
+)
+# A decoded secret printed by the command before it: "kubectl get secret ... | base64 -d", then the value alone
+# on the next line.
+_DECODE_COMMAND = re.compile(
+    r"(?i:secret|password|passwd|token|[_.-]key)[^\n]{0,200}?\|[ \t]*base64[ \t]+(?:-d|--decode|-D)[^\n]{0,40}\r?\n"
+    r"[ \t]*(?!\[REDACTED)(?P<value>[^\s]{6,256})[ \t]*(?:\r?\n|\Z)"
+)
+# Python's urllib, when a URL's password holds a colon, takes what follows it for a port and says so, echoing the
+# rest of the password before the "@host": "Port could not be cast to integer value as 'TAIL@db'".
+_URL_PORT_ERROR = re.compile(r"Port could not be cast to integer value as '(?!\[REDACTED)(?P<value>[^'@\n]{1,256})@")
+# Base64 of a JSON object (it starts "eyJ" or "ewo"/"ew0K" for a pretty-printed one) that holds credentials:
+# Kubernetes' .dockerconfigjson, a service account key pasted encoded. A JWT has dots and is a rule of its own.
+_B64_JSON = re.compile(r"(?:eyJ|ewo|ew0K)(?<![A-Za-z0-9+/_-]...)[A-Za-z0-9+/_-]{37,8192}={0,2}(?![A-Za-z0-9+/=_.-])")
+_CREDENTIAL_KEY = re.compile(r'"(?:password|passwd|auth|token|access_token|secret|private_key|client_secret)"\s*:')
+
+
+def _decoded_json_credentials(text: str) -> Iterator[tuple[int, int]]:
+    for m in _B64_JSON.finditer(text):
+        blob = m.group(0)
+        try:
+            decoded = base64.b64decode(
+                blob + "=" * (-len(blob) % 4), altchars=b"-_" if "-" in blob or "_" in blob else None
+            )
+            decoded_text = decoded.decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError, ValueError):
+            continue
+        if _CREDENTIAL_KEY.search(decoded_text):
+            yield m.span()
+
+
+def _command_values(text: str) -> Iterator[tuple[int, int]]:
+    for pattern, looks_secret in (
+        (_TOKEN_COMMAND, looks_like_credential),
+        (_DECODE_COMMAND, looks_random),
+        (_URL_PORT_ERROR, lambda v: not v.isdigit()),
+    ):
+        for m in pattern.finditer(text):
+            start, end = _literal(m)
+            value = text[start:end]
+            if looks_secret(value) and not kept_value(value):
+                yield start, end
+
+
 def _value_by_name(name: str, value: str) -> bool:
     """A value a secret's name vouches for, though no operator joins them: random-looking after a strong name
     ("not-set" and "changeme" are words), a digit and a letter after a generic *_KEY."""
@@ -279,6 +336,39 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
                 yield start, end
 
 
+# The same secret named once for two places in one sentence: "the API key for the sandbox is <your-token> and
+# prod is X", "the password for staging is X, and for prod it is Y".
+_PROSE_SECRET_NAME = re.compile(r"(?i)(?<![\w-])(?:pass(?:word|phrase|code)|api[ _-]?key|token|secret)(?![\w-])")
+_AND_ANOTHER = re.compile(
+    r"[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t]+(?:[^\s:=/\\()<>\[\]{}]{1,20}[ \t]+){1,3}(?:is|ist|es|é|est)[ \t]+"
+    r"""(?!["'`]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`]{1,256})"""
+)
+_PROSE_FIRST_VALUE = re.compile(
+    r"[ \t]+(?:is|was|ist|war|es|era|é|est)[ \t]+(?P<value>\S{1,256}?)(?=[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t])"
+)
+_PROSE_NAME_TO_VERB = re.compile(
+    r"(?:[ \t]+[^\s:=/\\()<>\[\]{}]{1,30}){0,5}?(?=[ \t]+(?:is|was|ist|war|es|era|é|est)[ \t])"
+)
+
+
+def _second_values(text: str) -> Iterator[tuple[int, int]]:
+    """The second value of a sentence that names a secret for two places (its first is judged by the others)."""
+    for m in _PROSE_SECRET_NAME.finditer(text):
+        words = _PROSE_NAME_TO_VERB.match(text, m.end())
+        first = words and _PROSE_FIRST_VALUE.match(text, words.end())
+        more = first and _AND_ANOTHER.match(text, first.end())
+        if not more:
+            continue
+        start, end = _literal(more)
+        if text[more.start("value")] not in "\"'`":
+            while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+                end -= 1
+        value = text[start:end]
+        looks_secret = looks_random if m.group(0).lower().startswith("pass") else looks_like_credential
+        if looks_secret(value) and not kept_value(value) and not is_expression(value):
+            yield start, end
+
+
 def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:
     for m in _PROSE_NAMED.finditer(text):
         start, end = m.span("value")
@@ -318,7 +408,10 @@ _FINDERS = (
     (_client_call_values, ("client", "minio", "oauth")),
     (_named_values, ("setx", "set ", "setenv", "getenv", "get(", "fetch", "env", "getordefault", "variable", "${")),
     (_positional_passwords, ("auth", "pdo", "mysqli")),
+    (_command_values, ("wandb", "ngrok", "base64", "port could not")),
+    (_decoded_json_credentials, ("eyj", "ewo", "ew0k")),
     (_prose_values, ("pass", "key", "token", "secret", "login", "cred")),
+    (_second_values, ("pass", "key", "token", "secret")),
     (_prose_named_values, ("pass", "kennwort", "contrase", "senha", "パスワード", "暗証番号")),
 )
 GATE = tuple(sorted({word for _, words in _FINDERS for word in words}))
