@@ -872,6 +872,7 @@ PII_RULES: tuple[Rule, ...] = (
     ),
     Rule("phone", scrub_pii.find_national_phones, gate=("0",)),
     Rule("phone", scrub_pii.find_labelled_phones, gate=scrub_pii.PHONE_LABEL_GATE),
+    Rule("phone", scrub_pii.find_phone_columns, gate=scrub_pii.PHONE_COLUMN_GATE),
 )
 
 _SECRET_KIND_SET = frozenset(SECRET_KINDS)

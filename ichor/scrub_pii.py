@@ -360,3 +360,67 @@ def find_labelled_ssns(text: str) -> Iterator[tuple[int, int]]:
     for m in _LABELLED_SSN.finditer(text):
         if ssn.is_valid(m.group("number").replace(" ", "")):
             yield m.span("number")
+
+
+# A delimited table (CSV, TSV, semicolon-separated) whose header names a phone column: every cell of that column
+# is a phone number however it is written, and is taken for one when some region's plan says it is valid.
+_PHONE_HEADER = re.compile(
+    r"(?i)(?:tel|phone|telephone|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|"
+    r"cellphone|celular|handy|fax|phone_?number|mobile_?number|msisdn|whatsapp)"
+)
+PHONE_COLUMN_GATE = ("tel", "phone", "mobil", "vil", "cell", "handy", "fax", "msisdn", "whatsapp")
+_DELIMITERS = ",;\t|"
+
+
+def _cells(line: str, offset: int, delimiter: str) -> list[tuple[int, int]]:
+    """The spans of a delimited line's cells (a double-quoted cell may hold the delimiter), without quotes."""
+    spans, start, quoted = [], 0, False
+    for i, c in enumerate(line):
+        if c == '"':
+            quoted = not quoted
+        elif c == delimiter and not quoted:
+            spans.append((start, i))
+            start = i + 1
+    spans.append((start, len(line)))
+    out = []
+    for a, b in spans:
+        cell = line[a:b]
+        stripped = cell.strip().strip('"')
+        lead = cell.find(stripped) if stripped else 0
+        out.append((offset + a + lead, offset + a + lead + len(stripped)))
+    return out
+
+
+def find_phone_columns(text: str) -> Iterator[tuple[int, int]]:
+    lines = text.split("\n")
+    offset, checks = 0, 0
+    header: tuple[str, int, int] | None = None  # delimiter, column, cells per row
+    for line in lines:
+        start = offset
+        offset += len(line) + 1
+        if header is not None:
+            delimiter, column, width = header
+            if line.count(delimiter) + 1 >= width:
+                cells = _cells(line, start, delimiter)
+                if len(cells) == width:
+                    a, b = cells[column]
+                    candidate = text[a:b]
+                    if 8 <= len(_digits(candidate).lstrip("+")) <= 15 and _digits(candidate).lstrip("+").isdigit():
+                        checks += 1
+                        if checks > MAX_PHONE_CHECKS or _valid_table_phone(candidate):
+                            yield a, b
+                    continue
+            header = None
+        if not _PHONE_HEADER.search(line):
+            continue
+        delimiter = max(_DELIMITERS, key=line.count)
+        if line.count(delimiter) == 0:
+            continue
+        names = [text[a:b] for a, b in _cells(line, start, delimiter)]
+        phone = [i for i, n in enumerate(names) if _PHONE_HEADER.fullmatch(n.strip())]
+        if len(phone) == 1:
+            header = (delimiter, phone[0], len(names))
+
+
+def _valid_table_phone(candidate: str) -> bool:
+    return _valid_labelled_phone(candidate) or _valid_national_phone(candidate)
