@@ -296,9 +296,11 @@ def warm() -> None:
 # and Italy's mobiles, Brazil's "(31) 3083-4535", a US number without its parentheses): unlabelled, such digit
 # groups are too often counts, ids or amounts to take on shape alone. The label must end within a few characters
 # of the number ("Mi móvil: 636 14 98 26", "M: 649 13 84 91", "reach Aiko directly on 310 1423410").
+# Matched on the lower-cased text: a pattern that starts with a choice of literals lets the regex engine skip
+# between them, which a case-insensitive one does not.
 _PHONE_LABEL = re.compile(
-    r"(?i)(?<![\w])(?:(?:phone|tel|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|"
-    r"celular|portable|handy|whatsapp|fax)\.?[ \t]{0,3}(?::[ \t]{0,3})?|m:[ \t]{0,3}|(?:directly|me) (?:on|at) )"
+    r"(?:phone|tel|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|celular|portable|handy|"
+    r"whatsapp|fax|m(?=:)|directly on |directly at |me on |me at )\.?[ \t]{0,3}(?::[ \t]{0,3})?"
     r"(?P<number>\(?[1-9][0-9]{1,3}\)?(?:[ .-]?[0-9]{2,8}){1,4})(?![\w]|[.-][0-9]|/)"
 )
 PHONE_LABEL_GATE = (
@@ -336,7 +338,12 @@ def _valid_labelled_phone(candidate: str) -> bool:
 
 def find_labelled_phones(text: str) -> Iterator[tuple[int, int]]:
     checks = 0
-    for m in _PHONE_LABEL.finditer(text):
+    lower = text.lower()
+    if len(lower) != len(text):
+        return  # lower-casing changed the length: positions would not line up
+    for m in _PHONE_LABEL.finditer(lower):
+        if m.start() > 0 and (lower[m.start() - 1].isalnum() or lower[m.start() - 1] == "_"):
+            continue  # inside a word: "hotel", "intel", "dm:"
         candidate = m.group("number")
         if not 8 <= len(_digits(candidate)) <= 12 or candidate.count("(") != candidate.count(")"):
             continue
@@ -364,12 +371,14 @@ def find_labelled_ssns(text: str) -> Iterator[tuple[int, int]]:
 
 # A delimited table (CSV, TSV, semicolon-separated) whose header names a phone column: every cell of that column
 # is a phone number however it is written, and is taken for one when some region's plan says it is valid.
+# Header words are looked for in the lower-cased text (a choice of literals, which the regex engine skips between).
 _PHONE_HEADER = re.compile(
-    r"(?i)(?:tel|phone|telephone|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|"
-    r"cellphone|celular|handy|fax|phone_?number|mobile_?number|msisdn|whatsapp)"
+    r"tel|phone|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|cellphone|celular|handy|fax|"
+    r"phone_?number|mobile_?number|msisdn|whatsapp"
 )
 PHONE_COLUMN_GATE = ("tel", "phone", "mobil", "vil", "cell", "handy", "fax", "msisdn", "whatsapp")
 _DELIMITERS = ",;\t|"
+_MAX_ROWS = 10_000
 
 
 def _cells(line: str, offset: int, delimiter: str) -> list[tuple[int, int]]:
@@ -391,35 +400,50 @@ def _cells(line: str, offset: int, delimiter: str) -> list[tuple[int, int]]:
     return out
 
 
+def _phone_header(text: str, line_start: int, line_end: int) -> tuple[str, int, int] | None:
+    """(delimiter, phone column, cells per row) when the line is a table's header with one phone column."""
+    line = text[line_start:line_end]
+    delimiter = max(_DELIMITERS, key=line.count)
+    if line.count(delimiter) == 0 or len(line) > 2000:
+        return None
+    names = [text[a:b].lower() for a, b in _cells(line, line_start, delimiter)]
+    phone = [i for i, n in enumerate(names) if _PHONE_HEADER.fullmatch(n)]
+    return (delimiter, phone[0], len(names)) if len(phone) == 1 else None
+
+
 def find_phone_columns(text: str) -> Iterator[tuple[int, int]]:
-    lines = text.split("\n")
-    offset, checks = 0, 0
-    header: tuple[str, int, int] | None = None  # delimiter, column, cells per row
-    for line in lines:
-        start = offset
-        offset += len(line) + 1
-        if header is not None:
-            delimiter, column, width = header
-            if line.count(delimiter) + 1 >= width:
-                cells = _cells(line, start, delimiter)
-                if len(cells) == width:
-                    a, b = cells[column]
-                    candidate = text[a:b]
-                    if 8 <= len(_digits(candidate).lstrip("+")) <= 15 and _digits(candidate).lstrip("+").isdigit():
-                        checks += 1
-                        if checks > MAX_PHONE_CHECKS or _valid_table_phone(candidate):
-                            yield a, b
-                    continue
-            header = None
-        if not _PHONE_HEADER.search(line):
+    lower = text.lower()
+    checks, resume = 0, 0
+    for m in _PHONE_HEADER.finditer(lower):
+        if m.start() < resume:
             continue
-        delimiter = max(_DELIMITERS, key=line.count)
-        if line.count(delimiter) == 0:
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        line_end = text.find("\n", m.end())
+        line_end = len(text) if line_end == -1 else line_end
+        resume = line_end
+        header = _phone_header(text, line_start, line_end)
+        if header is None:
             continue
-        names = [text[a:b] for a, b in _cells(line, start, delimiter)]
-        phone = [i for i, n in enumerate(names) if _PHONE_HEADER.fullmatch(n.strip())]
-        if len(phone) == 1:
-            header = (delimiter, phone[0], len(names))
+        delimiter, column, width = header
+        for _ in range(_MAX_ROWS):
+            start = line_end + 1
+            if start >= len(text):
+                break
+            line_end = text.find("\n", start)
+            line_end = len(text) if line_end == -1 else line_end
+            line = text[start:line_end]
+            if line.count(delimiter) + 1 < width:
+                break
+            cells = _cells(line, start, delimiter)
+            if len(cells) != width:
+                break
+            a, b = cells[column]
+            digits = _digits(text[a:b]).lstrip("+")
+            if 8 <= len(digits) <= 15 and digits.isdigit():
+                checks += 1
+                if checks > MAX_PHONE_CHECKS or _valid_table_phone(text[a:b]):
+                    yield a, b
+        resume = line_end
 
 
 def _valid_table_phone(candidate: str) -> bool:

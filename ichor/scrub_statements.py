@@ -126,9 +126,9 @@ _TRAILING_PUNCTUATION = ".,;:)"  # not "!" or "?": passwords end with them too
 # password is\nX", "das Passwort für die Datenbank auf „X\" geändert", "la contraseña del usuario admin es X",
 # "a senha do Grafana é X", "パスワードは「X」". The words between are words, not code, an operator or a path.
 _PROSE_NAMED = re.compile(
-    r"(?i)(?:(?<![\w-])(?:pass(?:word|phrase|code)|passwort|kennwort|contrase(?:ñ|n)a|senha|mot de passe|"
-    r"mot-de-passe)|パスワード|暗証番号)"
-    r"(?:[ \t]+[^\s:=/\\()<>\[\]{}\"'„“”«»「」]{1,30}){0,6}?"
+    r"(?i)(?:[pkcsm](?<![\w-][pkcsm])(?:(?<=p)ass(?:word|phrase|code|wort)|(?<=k)ennwort|(?<=c)ontrase(?:ñ|n)a|"
+    r"(?<=s)enha|(?<=m)ot[ -]de[ -]passe)|パスワード|暗証番号)"
+    r"(?:[ \t]+[^\s:=/\\()<>\[\]{}|\"'„“”«»「」]{1,30}){0,4}?"
     r"(?:[ \t]+(?:is|was|are|to|ist|war|lautet|auf|es|era|é|est|était|foi)(?:[ \t]+|[ \t]*\r?\n[ \t]*)"
     r"|(?<=[ド号])[は:：])[ \t]*"
     r"""(?!["'„“«「`]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|„[^"“”\n]{1,256}["“”]|“[^”\n]{1,256}”|"""
@@ -139,20 +139,22 @@ _PROSE_NAMED = re.compile(
 # A variable set by a command that takes the name and the value as two words: Windows' setx NAME VALUE, fish's
 # set -gx NAME VALUE, launchctl setenv NAME VALUE (macOS).
 _SET_COMMAND = re.compile(
-    r"(?<![\w-])(?:setx|set[ \t]+-[A-Za-z]{1,4}(?:[ \t]+-[A-Za-z]{1,4})?|launchctl[ \t]+setenv)[ \t]+"
+    r"[sl](?<![\w-][sl])(?:(?<=s)etx|(?<=s)et[ \t]+-[A-Za-z]{1,4}(?:[ \t]+-[A-Za-z]{1,4})?|"
+    r"(?<=l)aunchctl[ \t]+setenv)[ \t]+"
     r"""(?P<name>[A-Za-z_][A-Za-z0-9_]{0,80})[ \t]+(?!["']?\[REDACTED)"""
     r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"';]{1,256})"""
 )
 # A secret-named variable read with a literal fallback: the fallback is the secret. os.getenv("API_TOKEN", "X"),
 # os.environ.get("DB_PASSWORD", "X"), ENV.fetch("DATABASE_PASSWORD") { "X" }, ENV.fetch("KEY", "X"),
 # process.env.API_KEY || "X" (or ??), getenv('DB_PASS') ?: 'X', and the shell's ${DB_PASSWORD:-X}.
+# The call's name is checked apart (_ENV_CALL, on the text before the bracket): the pattern starts at a literal.
 _ENV_FALLBACK = re.compile(
-    r"""(?:(?:getenv|get|fetch|env|getOrDefault|GetEnvironmentVariable)[ \t]*\([ \t]*(?P<q>["'])"""
-    r"""(?P<name>[A-Za-z_][\w.-]{0,80})(?P=q)[ \t]*(?:,|\)[ \t]*(?:\{|\|\||\?\?|\?:|or\b))"""
+    r"""(?:\([ \t]*(?P<q>["'])(?P<name>[A-Za-z_][\w.-]{0,80})(?P=q)[ \t]*(?:,|\)[ \t]*(?:\{|\|\||\?\?|\?:|or\b))"""
     r"""|process\.env\.(?P<jsname>[A-Za-z_]\w{0,80})[ \t]*(?:\|\||\?\?))[ \t]*(?!["'`]\[REDACTED)"""
     r"""(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`)"""
     r"""|\$\{(?P<shname>[A-Za-z_]\w{0,80}):?-(?P<shvalue>[^}\s$]{1,256})\}"""
 )
+_ENV_CALL = re.compile(r"(?:getenv|get|fetch|env|getOrDefault|GetEnvironmentVariable)[ \t]*\Z")
 # A Terraform (or Packer) variable whose block names a secret and whose default is the value:
 # variable "datadog_api_key" { default = "X" }.
 _HCL_VARIABLE = re.compile(
@@ -162,7 +164,9 @@ _HCL_VARIABLE = re.compile(
 # A password given as a positional literal: requests' auth=("user", "X"), PHP's new PDO($dsn, 'user', 'X'),
 # mysqli_connect('host', 'user', 'X', 'db'), pg_connect's and Java's getConnection(url, "user", "X").
 _POSITIONAL_PASSWORD = re.compile(
-    r"""(?:(?<![\w-])auth[ \t]*=[ \t]*\(|(?i:\bnew[ \t]+PDO|mysqli_connect|new[ \t]+mysqli|mysqli_real_connect)"""
+    r"""[anmANM](?<![\w-][anmANM])(?:(?<=a)uth[ \t]*=[ \t]*\(|"""
+    r"""(?i:(?<=n)ew[ \t]+PDO|(?<=m)ysqli_connect|(?<=n)ew[ \t]+mysqli|"""
+    r"""(?<=m)ysqli_real_connect)"""
     r"""[ \t]*\([ \t]*(?:(?:"[^"\n]{0,256}"|'[^'\n]{0,256}'|\$?[\w.]{1,64})[ \t]*,[ \t]*)?)"""
     r"""[ \t]*(?:"[^"\n]{1,128}"|'[^'\n]{1,128}')[ \t]*,[ \t]*(?!["']\[REDACTED)""" + _QUOTED + r"[ \t]*[,)]"
 )
@@ -171,15 +175,19 @@ _POSITIONAL_PASSWORD = re.compile(
 # A command whose positional argument is a token: wandb login KEY, ngrok authtoken KEY, ngrok config
 # add-authtoken KEY.
 _TOKEN_COMMAND = re.compile(
-    r"(?<![\w-])(?:wandb[ \t]+login(?:[ \t]+--(?:relogin|verify))*|ngrok[ \t]+(?:config[ \t]+add-)?authtoken)[ \t]+"
+    r"[wn](?<![\w-][wn])(?:(?<=w)andb[ \t]+login(?:[ \t]+--(?:relogin|verify))*|"
+    r"(?<=n)grok[ \t]+(?:config[ \t]+add-)?authtoken)"
+    r"[ \t]+"
     r"""(?!["']?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|[^\s"';|&]{1,256})"""
 )
 # A decoded secret printed by the command before it: "kubectl get secret ... | base64 -d", then the value alone
 # on the next line.
+# The pattern starts at "base64" after a pipe; the command's naming a secret is checked on its line apart.
 _DECODE_COMMAND = re.compile(
-    r"(?i:secret|password|passwd|token|[_.-]key)[^\n]{0,200}?\|[ \t]*base64[ \t]+(?:-d|--decode|-D)[^\n]{0,40}\r?\n"
+    r"base64(?:(?<=\|base64)|(?<=\| base64))[ \t]+(?:-d|--decode|-D)[^\n]{0,40}\r?\n"
     r"[ \t]*(?!\[REDACTED)(?P<value>[^\s]{6,256})[ \t]*(?:\r?\n|\Z)"
 )
+_DECODED_SECRET = re.compile(r"(?i:secret|password|passwd|token|[_.-]key)")
 # Python's urllib, when a URL's password holds a colon, takes what follows it for a port and says so, echoing the
 # rest of the password before the "@host": "Port could not be cast to integer value as 'TAIL@db'".
 _URL_PORT_ERROR = re.compile(r"Port could not be cast to integer value as '(?!\[REDACTED)(?P<value>[^'@\n]{1,256})@")
@@ -204,12 +212,19 @@ def _decoded_json_credentials(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _command_values(text: str) -> Iterator[tuple[int, int]]:
-    for pattern, looks_secret in (
-        (_TOKEN_COMMAND, looks_like_credential),
-        (_DECODE_COMMAND, looks_random),
-        (_URL_PORT_ERROR, lambda v: not v.isdigit()),
+    lower = lower_of(text)
+    for pattern, looks_secret, words in (
+        (_TOKEN_COMMAND, looks_like_credential, ("wandb", "ngrok")),
+        (_DECODE_COMMAND, looks_random, ("base64",)),
+        (_URL_PORT_ERROR, lambda v: not v.isdigit(), ("port could not",)),
     ):
+        if not any(w in lower for w in words):
+            continue
         for m in pattern.finditer(text):
+            if pattern is _DECODE_COMMAND and not _DECODED_SECRET.search(
+                text, text.rfind("\n", 0, m.start()) + 1, m.start()
+            ):
+                continue
             start, end = _literal(m)
             value = text[start:end]
             if looks_secret(value) and not kept_value(value):
@@ -233,6 +248,12 @@ def _named_values(text: str) -> Iterator[tuple[int, int]]:
             groups = m.groupdict()
             value_group = "shvalue" if groups.get("shvalue") else "value"
             name = groups.get("name") or groups.get("jsname") or groups.get("shname") or ""
+            if (
+                pattern is _ENV_FALLBACK
+                and groups.get("q")
+                and not _ENV_CALL.search(text, max(0, m.start() - 40), m.start())
+            ):
+                continue  # a call that reads no variable
             start, end = m.span(value_group)
             if text[start] in "\"'`":
                 start, end = start + 1, end - 1
@@ -338,7 +359,10 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
 
 # The same secret named once for two places in one sentence: "the API key for the sandbox is <your-token> and
 # prod is X", "the password for staging is X, and for prod it is Y".
-_PROSE_SECRET_NAME = re.compile(r"(?i)(?<![\w-])(?:pass(?:word|phrase|code)|api[ _-]?key|token|secret)(?![\w-])")
+_PROSE_SECRET_NAME = re.compile(
+    r"[pPaAtTsS](?<![\w-][pPaAtTsS])(?i:(?<=p)ass(?:word|phrase|code)|(?<=a)pi[ _-]?key|(?<=t)oken|(?<=s)ecret)"
+    r"(?![\w-])"
+)
 _AND_ANOTHER = re.compile(
     r"[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t]+(?:[^\s:=/\\()<>\[\]{}]{1,20}[ \t]+){1,3}(?:is|ist|es|é|est)[ \t]+"
     r"""(?!["'`]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`]{1,256})"""
