@@ -376,21 +376,22 @@ _PROSE_NAME_TO_VERB = re.compile(
 
 
 def _second_values(text: str) -> Iterator[tuple[int, int]]:
-    """The second value of a sentence that names a secret for two places (its first is judged by the others)."""
+    """Both values of a sentence that names a secret for two places ("... for A is X and B is Y")."""
     for m in _PROSE_SECRET_NAME.finditer(text):
         words = _PROSE_NAME_TO_VERB.match(text, m.end())
         first = words and _PROSE_FIRST_VALUE.match(text, words.end())
         more = first and _AND_ANOTHER.match(text, first.end())
         if not more:
             continue
-        start, end = _literal(more)
-        if text[more.start("value")] not in "\"'`":
-            while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
-                end -= 1
-        value = text[start:end]
         looks_secret = looks_random if m.group(0).lower().startswith("pass") else looks_like_credential
-        if looks_secret(value) and not kept_value(value) and not is_expression(value):
-            yield start, end
+        for found in (first, more):
+            start, end = _literal(found)
+            if text[found.start("value")] not in "\"'`":
+                while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
+                    end -= 1
+            value = text[start:end]
+            if looks_secret(value) and not kept_value(value) and not is_expression(value):
+                yield start, end
 
 
 def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:

@@ -331,3 +331,178 @@ def test_text_that_is_not_a_prompt_keeps_its_shape(text):
 def test_secret_key_base_goes(template):
     value = token(128, "0123456789abcdef")
     gone(template.format(v=value), value)
+
+
+# --- blind v5's classes: values that no operator joins to their name ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "C:\\> setx NUGET_FEED_PAT {v}",
+        "set -gx MAILGUN_API_KEY {v}",
+        "set -Ux OPENAI_TOKEN '{v}'",
+        "launchctl setenv DB_PASSWORD {v}",
+    ],
+)
+def test_set_commands_lose_secret_values(template):
+    value = token(36, string.ascii_lowercase + string.digits)
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize("text", ["set -gx EDITOR vim", "setx PATH C:\\tools", "set -x API_TOKEN not-set"])
+def test_set_commands_keep_other_values(text):
+    kept(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'password: <%= ENV.fetch("DATABASE_PASSWORD") {{ "{v}" }} %>',
+        'tok = os.getenv("API_TOKEN", "{v}")',
+        "key = os.environ.get('STRIPE_SECRET', '{v}')",
+        'const k = process.env.DB_PASS ?? "{v}";',
+        "PGPASSWORD=${{DB_PASSWORD:-{v}}} psql",
+    ],
+)
+def test_env_fallbacks_go(template):
+    value = password()
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'level = os.getenv("LOG_LEVEL", "info")',
+        'tok = os.environ.get("API_TOKEN", "not-set")',
+        'x = cache.get("session_token", default)',
+        'v = d.get("password", "")',
+    ],
+)
+def test_env_fallbacks_keep_words_and_other_names(text):
+    kept(text)
+
+
+@pytest.mark.parametrize("name", ["datadog_api_key", "db_password", "cloudflare_token"])
+def test_terraform_variable_defaults_go(name):
+    value = token(32, "0123456789abcdef")
+    out = gone(f'variable "{name}" {{\n  type = string\n  default = "{value}"\n}}', value)
+    kept('variable "region" {\n  default = "eu-west-1"\n}')
+    assert "default" in out
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        'requests.get(url, auth=("svc-reports", "{v}"), timeout=10)',
+        "$pdo = new PDO('mysql:host=db;dbname=shop', 'wp_user', '{v}');",
+        '$db = mysqli_connect("localhost", "root", "{v}", "shop");',
+        "$db = new mysqli('localhost', 'app', '{v}', 'shop');",
+    ],
+)
+def test_positional_passwords_go(template):
+    value = password()
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text", ['requests.get(url, auth=("user", os.environ["PW"]))', "new PDO($dsn, $user, $password);"]
+)
+def test_positional_references_stay(text):
+    kept(text)
+
+
+# --- blind v5's classes: prose in the languages people paste in ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "Temporary password we set was {v} but the portal says AUTH_FAILED",
+        "the root password is\n{v}\nand our key is elsewhere",
+        'hat das Passwort für die Staging-Datenbank auf „{v}" geändert',
+        "La contraseña del usuario admin es {v} (la cambió ayer).",
+        "A senha do Grafana é {v} e o cartão",
+        "本番DBのパスワードは「{v}」に変更しました。",
+        "Le mot de passe est {v}.",
+    ],
+)
+def test_prose_passwords_in_other_languages_go(template):
+    value = password()
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password you set was wrong",
+        "das Passwort ist falsch",
+        "mutation Login($email: String!, $password: String!) { login }",
+        "the password is\nthe same as before",
+        "password policy: min 8 chars",
+    ],
+)
+def test_prose_password_near_misses_stay(text):
+    kept(text)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "The API key for the sandbox is <your-token> and prod is {v}.",
+        "the token for staging is {v}, and for prod it is {w}",
+    ],
+)
+def test_a_second_value_of_one_sentence_goes(template):
+    value, other = token(40, "0123456789abcdef"), token(40, "0123456789abcdef")
+    gone(template.format(v=value, w=other), value, other)
+
+
+def test_a_second_count_in_a_sentence_stays():
+    kept("the token limit is 8192 and the context is 128000 tokens")
+
+
+# --- blind v5's classes: commands and blobs that carry a secret ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["$ wandb login {v}", "wandb login --relogin {v}", "ngrok config add-authtoken {v}", "ngrok authtoken {v}"],
+)
+def test_token_commands_lose_their_argument(template):
+    value = token(40, "0123456789abcdef")
+    gone(template.format(v=value), value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ kubectl get secret app -o jsonpath='{.data.DB_PASSWORD}' | base64 -d",
+        "kubectl get secret regcred -o jsonpath={.data.token} | base64 --decode",
+        "echo $ENCODED_API_KEY | base64 -D",
+    ],
+)
+def test_a_decoded_secret_on_the_next_line_goes(command):
+    value = password()
+    gone(f"{command}\n{value}\n\n$ next", value)
+
+
+def test_a_decoded_word_that_is_no_secret_stays():
+    kept("echo aGVsbG8= | base64 -d\nhello world")
+    kept("kubectl get secret app -o jsonpath='{.data.username}' | base64 -d\nadmin")
+
+
+def test_urllib_port_errors_lose_the_password_tail():
+    tail = password()
+    gone(f"ValueError: Port could not be cast to integer value as '{tail}@db'", tail)
+    kept("ValueError: Port could not be cast to integer value as '54x32'")
+
+
+@pytest.mark.parametrize("key", ["password", "auth", "token"])
+def test_base64_json_with_credentials_goes(key):
+    import json
+
+    blob = base64.b64encode(json.dumps({"auths": {"ghcr.io": {key: password()}}}).encode()).decode()
+    gone(f"data:\n  .dockerconfigjson: {blob}\n", blob)
+    plain = base64.b64encode(json.dumps({"name": "web", "replicas": 3}).encode()).decode()
+    kept(f"data:\n  config.json: {plain}\n")

@@ -444,3 +444,178 @@ def test_value_opening_a_bracket_it_never_closes_goes(template, value):
 )
 def test_code_opening_a_bracket_stays(text):
     kept(text)
+
+
+# --- blind v5's classes: names and their values ----------------------------------------------------------------
+
+
+def secret_value() -> str:
+    return token(6) + RNG.choice("!#?*") + token(8, string.digits + LOWER)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        '  password            = "{v}"',  # terraform fmt aligns operators far to the right
+        "DB_PASSWORD" + " " * 20 + "= {v}",
+        "  password: `{v}`,",  # a JavaScript template literal
+        "auth:\n  oidc_client_secret:\n    {v}\n  other: 1",  # the value on the next, deeper line
+        '  "Auth0:ClientSecret": "{v}",',  # ASP.NET's colon-sectioned names
+        '  "ConnectionStrings:Db:Password": "{v}"',
+        "NUGET_FEED_PAT={v}",
+        "azureDevopsPat: {v}",
+    ],
+)
+def test_blind5_named_values_go(template):
+    value = secret_value()
+    out = scrub(template.format(v=value)).text
+    assert value not in out, out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "    proxy_pass http://127.0.0.1:3000;",
+        "    fastcgi_pass unix:/run/php/php8.2-fpm.sock;",
+        "location / { uwsgi_pass 127.0.0.1:9000; }",
+        "'recaptcha_site_key' => '6LeIx" + "AcTAAAAAJcZVRqyHh71UMIEGNQ_MXjiZKhI',",
+        "TURNSTILE_SITE_KEY=0x4AAAAAAA" + "BkMYinukE8nzY",
+        "public_key: " + "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
+        "signing.keyId=D96FE59F",
+        "gpg_key_id: 3AA5C34371567BD2",
+        '  kms_key_id = "arn:aws:kms:eu-west-1:123456789012:key/0bd37f98-cdf1-4b67-8794-58057d574579"',
+        'secret_arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:prod/db-AbCdEf"',
+        "password:\n  - first\n  - second",
+        "api_key:\n  prod: x",
+        "const token = `${process.env.TOKEN}`;",
+        "pat = re.compile(r'^[a-z]+$')",
+    ],
+)
+def test_blind5_names_that_hold_no_secret_keep_their_values(text):
+    kept(text)
+
+
+# --- blind v5's classes: PII written the ways people write it -----------------------------------------------
+
+
+def _iban(country: str, bban: str) -> str:
+    from stdnum.iso7064 import mod_97_10
+
+    return country + mod_97_10.calc_check_digits(bban + country) + bban
+
+
+@pytest.mark.parametrize(
+    "country,length",
+    [("ES", 20), ("BE", 12), ("FR", 23), ("PT", 21)],
+)
+def test_ibans_need_mod97_and_length_not_national_check_digits(country, length):
+    bban = token(length, string.digits)
+    iban = _iban(country, bban)
+    spaced = " ".join(iban[i : i + 4] for i in range(0, len(iban), 4))
+    assert scrub(f"la cuenta es {iban}.").text == "la cuenta es [IBAN]."
+    assert scrub(f"account {spaced} ok").text == "account [IBAN] ok"
+    broken = iban[:2] + f"{(int(iban[2:4]) + 1) % 100:02d}" + iban[4:]
+    kept(f"ref {broken}")
+    kept(f"ref {_iban(country, bban + '1')}")  # one digit too many for the country
+
+
+@pytest.mark.parametrize(
+    "example",
+    ["DE89370400440532013000", "GB82WEST12345698765432", "FR1420041010050500013M02606", "NL91ABNA0417164300"],
+)
+def test_published_example_ibans_stay(example):
+    kept(f"Sandbox IBAN that passes validation: {example} (docs example)")
+
+
+@pytest.mark.parametrize(
+    "number",
+    [
+        "+33 (0)1 23 79 64 52",
+        "+44 (0)20 7946 0958",
+        "+49 (0)30 46842653",
+        "089/5018858",
+        "0221/123 4567",
+    ],
+)
+def test_trunk_prefixes_and_area_code_slashes_are_phones(number):
+    assert scrub(f"erreichbar unter {number} oder per Mail").text == "erreichbar unter [PHONE] oder per Mail"
+
+
+@pytest.mark.parametrize(
+    "text,number",
+    [
+        ("Mi móvil: {n}, correo", "636 14 98 26"),
+        ("M: {n}\nsomeone@example.org", "649 13 84 91"),
+        ("You can reach her directly on {n}.", "310 1423410"),
+        ("chama no WhatsApp {n} ou", "(31) 3083-4535"),
+        ("Tel. {n}", "612 345 678"),
+    ],
+)
+def test_labelled_national_numbers_without_a_trunk_zero_are_phones(text, number):
+    out = scrub(text.format(n=number)).text
+    assert number not in out and "[PHONE]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["version 3.1.15 build 2024 1234 5678", "m 1234 5678 9012", "I met him at 10 12345678", "hotel 612 345 678"],
+)
+def test_unlabelled_digit_groups_stay(text):
+    kept(text)
+
+
+def test_a_tables_phone_column_is_phones():
+    rows = ["666 43 81 41", "(31) 3515-3568", "311 9670509"]
+    table = "customer_id;full_name;tel;plan\n" + "".join(f"{i};Name {i};{n};pro\n" for i, n in enumerate(rows))
+    out = scrub(table).text
+    assert all(n not in out for n in rows), out
+    kept("id,phone_model,price\n1,Pixel 8,699\n2,Pixel 9,799\n")
+    kept("sku,tel_ext,qty\n1,12,3\n")
+
+
+@pytest.mark.parametrize("template", ["SSN: {s}", "ssn={s},", "Social Security number {s}.", "SSN#: {s}"])
+@pytest.mark.parametrize("sep", [" ", ""])
+def test_labelled_ssns_without_dashes(template, sep):
+    number = f"568{sep}25{sep}0957"
+    out = scrub(template.format(s=number)).text
+    assert number not in out and "[SSN]" in out
+
+
+@pytest.mark.parametrize("text", ["order 568250957 shipped", "SSN: 000 12 3456", "build 568 25 0957"])
+def test_unlabelled_or_invalid_ssns_stay(text):
+    kept(text)
+
+
+# --- blind v5's classes: provider formats the catalogue lacked ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: "whsec_" + token(32),
+        lambda: "squ_" + token(40, "0123456789abcdef"),
+        lambda: "sqp_" + token(40, "0123456789abcdef"),
+        lambda: "sbp_" + token(40, "0123456789abcdef"),
+        lambda: "dckr_pat_" + token(27, B62 + "_-"),
+        lambda: "4/0A" + token(60, B62 + "_-"),
+    ],
+)
+def test_blind5_provider_tokens_go(make):
+    value = make()
+    out = scrub(f"verifying with {value} now").text
+    assert value not in out, out
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "https://eth-mainnet.g.alchemy.com/v2/{k}",
+        "https://mainnet.infura.io/v3/{h}",
+        "GET /data/2.5/weather?q=Berlin&appid={h} HTTP/1.1",
+    ],
+)
+def test_keys_in_url_paths_and_queries_go(template):
+    key, hexkey = token(32, B62 + "_-"), token(32, "0123456789abcdef")
+    text = template.format(k=key, h=hexkey)
+    out = scrub(text).text
+    assert key not in out and hexkey not in out, out
