@@ -359,34 +359,24 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
 
 # The same secret named once for two places in one sentence: "the API key for the sandbox is <your-token> and
 # prod is X", "the password for staging is X, and for prod it is Y".
-_PROSE_SECRET_NAME = re.compile(
+_TWO_VALUES = re.compile(
     r"[pPaAtTsS](?<![\w-][pPaAtTsS])(?i:(?<=p)ass(?:word|phrase|code)|(?<=a)pi[ _-]?key|(?<=t)oken|(?<=s)ecret)"
-    r"(?![\w-])"
-)
-_AND_ANOTHER = re.compile(
-    r"[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t]+(?:[^\s:=/\\()<>\[\]{}]{1,20}[ \t]+){1,3}(?:is|ist|es|é|est)[ \t]+"
+    r"(?![\w-])(?:[ \t]+[^\s:=/\\()<>\[\]{}|]{1,30}){0,5}?[ \t]+(?:is|was|ist|war|es|era|é|est)[ \t]+"
+    r"(?P<first>[^\s,]{1,256}?)[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t]+(?:[^\s:=/\\()<>\[\]{}|]{1,20}[ \t]+){1,3}"
+    r"(?:is|ist|es|é|est)[ \t]+"
     r"""(?!["'`]?\[REDACTED)(?P<value>"[^"\n]{1,256}"|'[^'\n]{1,256}'|`[^`\n]{1,256}`|[^\s"'`]{1,256})"""
-)
-_PROSE_FIRST_VALUE = re.compile(
-    r"[ \t]+(?:is|was|ist|war|es|era|é|est)[ \t]+(?P<value>\S{1,256}?)(?=[ \t]*,?[ \t]+(?:and|und|y|e|et)[ \t])"
-)
-_PROSE_NAME_TO_VERB = re.compile(
-    r"(?:[ \t]+[^\s:=/\\()<>\[\]{}]{1,30}){0,5}?(?=[ \t]+(?:is|was|ist|war|es|era|é|est)[ \t])"
 )
 
 
 def _second_values(text: str) -> Iterator[tuple[int, int]]:
     """Both values of a sentence that names a secret for two places ("... for A is X and B is Y")."""
-    for m in _PROSE_SECRET_NAME.finditer(text):
-        words = _PROSE_NAME_TO_VERB.match(text, m.end())
-        first = words and _PROSE_FIRST_VALUE.match(text, words.end())
-        more = first and _AND_ANOTHER.match(text, first.end())
-        if not more:
-            continue
+    for m in _TWO_VALUES.finditer(text):
         looks_secret = looks_random if m.group(0).lower().startswith("pass") else looks_like_credential
-        for found in (first, more):
-            start, end = _literal(found)
-            if text[found.start("value")] not in "\"'`":
+        for group in ("first", "value"):
+            start, end = m.span(group)
+            if text[start] in "\"'`" and end - start > 2:
+                start, end = start + 1, end - 1
+            else:
                 while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
                     end -= 1
             value = text[start:end]
