@@ -20,12 +20,14 @@ from . import detect_fit as F
 from .evaluate import grouped_blocks
 
 
-def nested_cv(rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10, written_rows=()) -> dict:
+def nested_cv(
+    rows: list[dict], variant: str, grid: F.Grid, outer_folds: int = 10, written_rows=(), written_replies=True
+) -> dict:
     """Held-out score and decision at both operating points for every window, and the config each fold chose.
 
     Written windows join every training part, inner and outer, and are never scored."""
     ids, y = F.featurise(rows, variant), F.labels(rows)
-    written = F.Written.of(list(written_rows), variant)
+    written = F.Written.of(list(written_rows), variant, written_replies)
     groups, forced = [F.source_of(r) for r in rows], F.gated(rows)
     scores, points = [0.0] * len(rows), {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     chosen = []
@@ -93,9 +95,15 @@ def main(argv=None) -> int:
         type=float,
         help=f"the written windows' weights to choose among (default {' '.join(map(str, F.WRITTEN_WEIGHTS))})",
     )
+    parser.add_argument(
+        "--written-without-replies",
+        action="store_true",
+        help="leave the written windows' replies out of their features (they were written knowing the label)",
+    )
     args = parser.parse_args(argv)
     rows, written = F.rows_or_exit(parser, args.data), F.rows_or_exit(parser, args.written)
-    result = nested_cv(rows, args.variant, grid_of(parser, args, written), args.outer_folds, written)
+    grid = grid_of(parser, args, written)
+    result = nested_cv(rows, args.variant, grid, args.outer_folds, written, not args.written_without_replies)
     figures = report(rows, result)
     print(markdown(figures))
     print("\nconfigs chosen per outer fold: " + json.dumps([f["config"] for f in result["folds"]]))

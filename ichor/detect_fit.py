@@ -74,8 +74,9 @@ class Written:
     groups: list[str]  # the writer's file: one source for the feature cut
 
     @classmethod
-    def of(cls, rows: list[dict], variant: str) -> Written:
-        return cls(featurise(rows, variant), labels(rows), [written_source(r) for r in rows])
+    def of(cls, rows: list[dict], variant: str, replies: bool = True) -> Written:
+        """``replies=False`` leaves each reply out of its window's features (it was written knowing the label)."""
+        return cls(featurise(rows, variant, replies), labels(rows), [written_source(r) for r in rows])
 
 
 NO_WRITTEN = Written([], [], [])
@@ -112,9 +113,9 @@ def window_of(row: dict, with_reply: bool = True) -> Window:
     return Window.of(row.get("prev_user"), row.get("prev_assistant"), row.get("user"), reply)
 
 
-def featurise(rows: list[dict], variant: str) -> list[list[int]]:
-    families = VARIANTS[variant]
-    return [detect_model.feature_ids(features(window_of(r, variant == "reply"), families)) for r in rows]
+def featurise(rows: list[dict], variant: str, replies: bool = True) -> list[list[int]]:
+    families, with_reply = VARIANTS[variant], replies and variant == "reply"
+    return [detect_model.feature_ids(features(window_of(r, with_reply), families)) for r in rows]
 
 
 def labels(rows: list[dict]) -> list[int]:
