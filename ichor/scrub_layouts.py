@@ -228,7 +228,8 @@ def find_pgpass_passwords(text: str) -> Iterator[tuple[int, int]]:
 # Authorization: Token X, ApiKey X, SSWS X, or a bare X (Bearer and Basic have their own rules, which run first).
 _AUTHORIZATION = re.compile(
     r"""(?i:authorization)(?<![\w-]authorization)["']?[ \t]*[:=][ \t]*["']?"""
-    r"""(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?(?!\[REDACTED)(?P<token>[A-Za-z0-9._~+/=-]{16,})"""
+    r"""(?:(?P<scheme>[A-Za-z][A-Za-z0-9-]{1,20})[ \t]+)?(?!\[REDACTED)(?P<token>[A-Za-z0-9._~+/=-]{16,}+)"""
+    r"""(?![ \t]+\[REDACTED)"""  # a scheme whose credential is gone already: scrubbing twice changes nothing
 )
 # The cookies of a Cookie or Set-Cookie header, of curl's -b/--cookie, or of a cookie string assigned or shown
 # after its name (document.cookie = "...", a console's document.cookie then its output): "name=value; name=value".

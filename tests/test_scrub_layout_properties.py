@@ -81,3 +81,9 @@ def test_every_placeholder_is_whole(text):
     out = scrub(text).text
     stripped = PLACEHOLDER.sub("", out)
     assert "REDACTED" not in stripped or "REDACTED" in PLACEHOLDER.sub("", text)
+
+
+def test_an_authorization_scheme_left_before_a_removed_credential_stays():
+    once = scrub("Authorization: tokenrootPasswordDB passwordAuthorization: ")
+    assert "[REDACTED" in once.text and scrub(once.text).text == once.text
+    assert scrub("Authorization: Zx9aQ2LmPq7RtY8w").text == "Authorization: [REDACTED:bearer]"
