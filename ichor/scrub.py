@@ -725,6 +725,30 @@ _USER_SOURCES = (
     (_TILDE_HOME, _TILDE_HOME_USER),
 )
 _LEARNED_GATE = ("@", "/home/", "/users/", "users", "~")
+# The spans each source pattern gives on the last text scanned: the learned-user rule scans every source, and
+# the prompt and home rules after it scan the same text again with the same pattern and check (a text the
+# learned-user rule left unchanged). A pure function of the text, kept for one text at a time.
+_SOURCE_SPANS: tuple[str | None, dict[re.Pattern, list[tuple[int, int]]]] = (None, {})
+
+
+def _source_spans(text: str, pattern: re.Pattern, check: Check) -> list[tuple[int, int]]:
+    global _SOURCE_SPANS
+    cached_text, spans_of = _SOURCE_SPANS
+    if cached_text is not text:
+        spans_of = {}
+        _SOURCE_SPANS = (text, spans_of)
+    spans = spans_of.get(pattern)
+    if spans is None:
+        spans = [span for m in pattern.finditer(text) if (span := check(m)) is not None]
+        spans_of[pattern] = spans
+    return spans
+
+
+def _source_finder(pattern: re.Pattern, check: Check) -> Finder:
+    """``_finder(pattern, check)``, sharing its scan with the learned-user rule's."""
+    return lambda text: iter(_source_spans(text, pattern, check))
+
+
 _NOT_LEARNED = frozenset(
     {
         "dev",
@@ -780,10 +804,11 @@ def _find_learned_users(text: str) -> Iterator[tuple[int, int]]:
     sources: set[tuple[int, int]] = set()
     names: set[str] = set()
     for pattern, check in _USER_SOURCES:
-        for m in pattern.finditer(text):
-            span = check(m)
-            name = text[span[0] : span[1]].lower() if span else ""
-            if len(name) < 3 or name in _NOT_LEARNED or name in _GENERIC_USERS:
+        for span in _source_spans(text, pattern, check):
+            if span[1] - span[0] < 3:
+                continue
+            name = text[span[0] : span[1]].lower()
+            if name in _NOT_LEARNED or name in _GENERIC_USERS:
                 continue
             sources.add(span)
             if len(names) < _MAX_LEARNED:
@@ -841,11 +866,11 @@ _PHONE_END = r"(?![\w\[\]]|[.-][0-9])"
 
 PII_RULES: tuple[Rule, ...] = (
     Rule("user_name", _find_learned_users, gate=_LEARNED_GATE),
-    Rule("user_name", _finder(_PROMPT, _PROMPT_USER), gate=("@",)),
+    Rule("user_name", _source_finder(_PROMPT, _PROMPT_USER), gate=("@",)),
     Rule("email", _finder(_EMAIL, _email), gate=("@",)),
-    Rule("home_path", _finder(_HOME, _home_user), gate=("/home/", "/users/")),
-    Rule("home_path", _finder(_WINDOWS_HOME, _WINDOWS_HOME_USER), gate=("users",)),
-    Rule("home_path", _finder(_TILDE_HOME, _TILDE_HOME_USER), gate=("~",)),
+    Rule("home_path", _source_finder(_HOME, _home_user), gate=("/home/", "/users/")),
+    Rule("home_path", _source_finder(_WINDOWS_HOME, _WINDOWS_HOME_USER), gate=("users",)),
+    Rule("home_path", _source_finder(_TILDE_HOME, _TILDE_HOME_USER), gate=("~",)),
     Rule("iban", scrub_pii.find_ibans),
     Rule("card", scrub_pii.find_cards),
     Rule("ssn", scrub_pii.find_ssns, gate=("-",)),

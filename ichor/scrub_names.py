@@ -289,6 +289,24 @@ def assignment_value(
         while end > start and text[end - 1] in ")]},:":
             end -= 1  # a call's or literal's closing bracket: password=None)
     value = text[start:end]
+    # The verdict is a function of the value and the name alone, kept for the last one judged: text that repeats
+    # one assignment (password: password: ..., pass = pass = ...) pays for one verdict, distinct values for theirs.
+    global _LAST_VERDICT
+    key = (value, raw_name, strength, operator, quote)
+    last_key, offset = _LAST_VERDICT
+    if key != last_key:
+        span = _value_span(value, raw_name, strength, operator, quote, 0, len(value))
+        offset = None if span is None else span[0]
+        _LAST_VERDICT = (key, offset)
+    return None if offset is None else (start + offset, end)
+
+
+_LAST_VERDICT: tuple[tuple | None, int | None] = (None, None)
+
+
+def _value_span(
+    value: str, raw_name: str, strength: str, operator: str, quote: str | None, start: int, end: int
+) -> tuple[int, int] | None:
     if not value or value.startswith("[REDACTED") or (quote is None and _bracketed_code(value)):
         return None  # already removed, or code: (a * b), [x], {...}
     if quote is None and is_expression(value):
