@@ -65,6 +65,8 @@ EXPRESSION = re.compile(
 
 def is_expression(value: str) -> bool:
     """Code where a value should be, unless it is shaped like a generated passphrase (maple.pepper.summer)."""
+    if "." not in value and "(" not in value and "[" not in value:
+        return False  # every expression has a dot, a call or a subscript: a cheap test before the regex
     return EXPRESSION.match(value) is not None and not looks_passphrase(value)
 
 
