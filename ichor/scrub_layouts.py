@@ -290,12 +290,19 @@ def find_url_token_users(text: str) -> Iterator[tuple[int, int]]:
 def find_stdin_secrets(text: str) -> Iterator[tuple[int, int]]:
     """A literal echoed into, or here-stringed to, a command that reads its password from stdin ($VARs stay)."""
     spans = []
-    for pattern in (_PIPED_SECRET, _HERE_STRING_SECRET):
+    last_value, last_kept = None, False  # text that repeats one command judges its value once
+    # A here-string is looked for only where one is written: its pattern scans up to 200 characters after every
+    # --password-stdin.
+    patterns = (_PIPED_SECRET, _HERE_STRING_SECRET) if "<<<" in text else (_PIPED_SECRET,)
+    for pattern in patterns:
         for m in pattern.finditer(text):
             start, end = m.span("value")
             if text[start] in "\"'":
                 start, end = start + 1, end - 1
-            if not kept_value(text[start:end]):
+            value = text[start:end]
+            if value != last_value:
+                last_value, last_kept = value, kept_value(value)
+            if not last_kept:
                 spans.append((start, end))
     yield from sorted(spans)
 

@@ -339,7 +339,24 @@ def _prose_colon_value(value: str) -> bool:
     return len(value) >= 8 and looks_random(value) and not value.replace(",", "").replace(".", "").isdigit()
 
 
+class _LastVerdict:
+    """``looks_secret(value)`` and neither kept nor code, remembered for the last value judged: text that repeats
+    one sentence judges its value once."""
+
+    def __init__(self) -> None:
+        self.key: tuple | None = None
+        self.verdict = False
+
+    def __call__(self, looks_secret, value: str) -> bool:
+        key = (looks_secret, value)
+        if key != self.key:
+            verdict = looks_secret(value) and not kept_value(value) and not is_expression(value)
+            self.key, self.verdict = key, bool(verdict)
+        return self.verdict
+
+
 def _prose_values(text: str) -> Iterator[tuple[int, int]]:
+    judged = _LastVerdict()
     # "The password is X" needs a value that looks random ("the password is wrong" stays); in "login is admin / X"
     # the layout vouches for the value, so a passphrase of words joined by hyphens goes too.
     patterns = ((_PROSE_SECRET, looks_random), (_LOGIN_PAIR, looks_generated), (_PROSE_COLON, _prose_colon_value))
@@ -353,7 +370,7 @@ def _prose_values(text: str) -> Iterator[tuple[int, int]]:
                 while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
                     end -= 1  # the sentence's full stop: "her password is Kestrel!44#Lantern."
             value = text[start:end]
-            if looks_secret(value) and not kept_value(value) and not is_expression(value):
+            if judged(looks_secret, value):
                 yield start, end
 
 
@@ -370,6 +387,7 @@ _TWO_VALUES = re.compile(
 
 def _second_values(text: str) -> Iterator[tuple[int, int]]:
     """Both values of a sentence that names a secret for two places ("... for A is X and B is Y")."""
+    judged = _LastVerdict()
     for m in _TWO_VALUES.finditer(text):
         looks_secret = looks_random if m.group(0).lower().startswith("pass") else looks_like_credential
         for group in ("first", "value"):
@@ -380,11 +398,12 @@ def _second_values(text: str) -> Iterator[tuple[int, int]]:
                 while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
                     end -= 1
             value = text[start:end]
-            if looks_secret(value) and not kept_value(value) and not is_expression(value):
+            if judged(looks_secret, value):
                 yield start, end
 
 
 def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:
+    judged = _LastVerdict()
     for m in _PROSE_NAMED.finditer(text):
         start, end = m.span("value")
         if text[start] in "\"'„“«「`":
@@ -393,7 +412,7 @@ def _prose_named_values(text: str) -> Iterator[tuple[int, int]]:
             while end > start and text[end - 1] in _TRAILING_PUNCTUATION:
                 end -= 1  # the sentence's full stop
         value = text[start:end]
-        if looks_random(value) and not kept_value(value) and not is_expression(value):
+        if judged(looks_random, value):
             yield start, end
 
 
