@@ -233,10 +233,11 @@ def find_ssns(text: str) -> Iterator[tuple[int, int]]:
 MAX_PHONE_CHECKS = 64
 
 
-def _valid_national_phone(candidate: str) -> bool:
+def _valid_in_any(candidate: str, regions: tuple[str, ...]) -> bool:
+    """Is ``candidate`` a valid phone number when read as a national number of any of ``regions``?"""
     import phonenumbers
 
-    for region in PHONE_REGIONS:
+    for region in regions:
         try:
             number = phonenumbers.parse(candidate, region)
         except phonenumbers.NumberParseException:
@@ -244,6 +245,10 @@ def _valid_national_phone(candidate: str) -> bool:
         if phonenumbers.is_valid_number(number):
             return True
     return False
+
+
+def _valid_national_phone(candidate: str) -> bool:
+    return _valid_in_any(candidate, PHONE_REGIONS)
 
 
 def find_national_phones(text: str) -> Iterator[tuple[int, int]]:
@@ -324,16 +329,7 @@ LABELLED_PHONE_REGIONS = ("ES", "IT", "BR", "PT", "US", "FR", "DE", "GB", "IN", 
 
 
 def _valid_labelled_phone(candidate: str) -> bool:
-    import phonenumbers
-
-    for region in LABELLED_PHONE_REGIONS:
-        try:
-            number = phonenumbers.parse(candidate, region)
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return True
-    return False
+    return _valid_in_any(candidate, LABELLED_PHONE_REGIONS)
 
 
 def find_labelled_phones(text: str) -> Iterator[tuple[int, int]]:
