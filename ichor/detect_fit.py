@@ -19,6 +19,7 @@ import argparse
 import itertools
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -276,7 +277,7 @@ def choose(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tuple[Conf
     return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}
 
 
-def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: list[dict] = ()) -> dict:
+def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: Sequence[dict] = ()) -> dict:
     ids, y, groups = featurise(rows, variant), labels(rows), [source_of(r) for r in rows]
     written = Written.of(list(written_rows), variant)
     cfg, thresholds = choose(ids, y, groups, gated(rows), grid, written)
@@ -284,7 +285,7 @@ def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: list[d
     return dict(linear, thresholds=thresholds, families=list(VARIANTS[variant]), config=asdict(cfg))
 
 
-def fit(rows: list[dict], grid: Grid | None = None, written_rows: list[dict] = ()) -> dict:
+def fit(rows: list[dict], grid: Grid | None = None, written_rows: Sequence[dict] = ()) -> dict:
     """Both shipped models; the written windows train only the ``WRITTEN_VARIANTS``."""
 
     def fitted(variant: str) -> dict:
