@@ -7,6 +7,10 @@ the regularisation, the feature cut and both thresholds by its own grouped CV; t
 that part then scores the held-out repositories.  The pooled held-out decisions are reported overall,
 per slice (aider logs, agent transcripts, dialogue) and per language group of the user's message,
 with 95% Wilson intervals.  Nothing reported here was fitted or chosen on the windows it is scored on.
+
+With ``--written FILES`` (``data/written/*.jsonl``), windows written for training join every training part and
+their weight is chosen inside with the regularisation; they are never scored.  The shipped ``no_reply`` model's
+figures are ``--variant no_reply --written data/written/s*.jsonl``.
 """
 
 from __future__ import annotations
