@@ -93,6 +93,7 @@ def grid_of(parser: argparse.ArgumentParser, args, written: list[dict]) -> F.Gri
 
 def main(argv=None) -> int:
     parser = cv_parser("ichor.detect_cv", __doc__, "also write the figures and each window's held-out decisions here")
+    F.add_written_argument(parser)
     parser.add_argument(
         "--written-weights",
         nargs="+",

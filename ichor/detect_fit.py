@@ -311,13 +311,17 @@ def data_parser(prog: str, doc: str | None) -> argparse.ArgumentParser:
     """The parser of every fitting and measuring command: ``--data`` and the module's first paragraph."""
     parser = argparse.ArgumentParser(prog=f"python -m {prog}", description=(doc or "").split("\n\n")[0])
     parser.add_argument("--data", nargs="+", required=True, help="labelled windows (JSON lines, dev-set format)")
+    return parser
+
+
+def add_written_argument(parser: argparse.ArgumentParser) -> None:
+    """``--written``, for the commands that use written windows (fitting, and measuring the fit)."""
     parser.add_argument(
         "--written",
         nargs="*",
         default=[],
         help="windows written for training (data/written/*.jsonl): they only ever train, never score",
     )
-    return parser
 
 
 def rows_or_exit(parser: argparse.ArgumentParser, paths: list[str]) -> list[dict]:
@@ -333,6 +337,7 @@ def rows_or_exit(parser: argparse.ArgumentParser, paths: list[str]) -> list[dict
 def main(argv=None) -> int:
     parser = data_parser("ichor.detect_fit", __doc__)
     parser.add_argument("--out", required=True, help="where to write the model JSON")
+    add_written_argument(parser)
     args = parser.parse_args(argv)
     rows = rows_or_exit(parser, args.data)
     model = fit(rows, written_rows=rows_or_exit(parser, args.written))
