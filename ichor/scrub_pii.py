@@ -297,6 +297,10 @@ def warm() -> None:
                 pass
 
 
+# Words that say a phone number follows or a column holds them, in the languages people paste in.
+_PHONE_WORDS = (
+    r"phone|tel|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|celular|handy|whatsapp|fax"
+)
 # A number right after a word that says it is a phone number, written the national way without a trunk 0 (Spain's
 # and Italy's mobiles, Brazil's "(31) 3083-4535", a US number without its parentheses): unlabelled, such digit
 # groups are too often counts, ids or amounts to take on shape alone. The label must end within a few characters
@@ -304,8 +308,7 @@ def warm() -> None:
 # Matched on the lower-cased text: a pattern that starts with a choice of literals lets the regex engine skip
 # between them, which a case-insensitive one does not.
 _PHONE_LABEL = re.compile(
-    r"(?:phone|tel|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|celular|portable|handy|"
-    r"whatsapp|fax|m(?=:)|directly on |directly at |me on |me at )\.?[ \t]{0,3}(?::[ \t]{0,3})?"
+    rf"(?:{_PHONE_WORDS}|portable|m(?=:)|directly on |directly at |me on |me at )\.?[ \t]{{0,3}}(?::[ \t]{{0,3}})?"
     r"(?P<number>\(?[1-9][0-9]{1,3}\)?(?:[ .-]?[0-9]{2,8}){1,4})(?![\w]|[.-][0-9]|/)"
 )
 PHONE_LABEL_GATE = (
@@ -368,10 +371,7 @@ def find_labelled_ssns(text: str) -> Iterator[tuple[int, int]]:
 # A delimited table (CSV, TSV, semicolon-separated) whose header names a phone column: every cell of that column
 # is a phone number however it is written, and is taken for one when some region's plan says it is valid.
 # Header words are looked for in the lower-cased text (a choice of literals, which the regex engine skips between).
-_PHONE_HEADER = re.compile(
-    r"tel|phone|t[ée]l[ée]phone|telefon|tel[ée]fono|telefone|mobile|mobil|m[óo]vil|cell|cellphone|celular|handy|fax|"
-    r"phone_?number|mobile_?number|msisdn|whatsapp"
-)
+_PHONE_HEADER = re.compile(rf"{_PHONE_WORDS}|cellphone|phone_?number|mobile_?number|msisdn")
 PHONE_COLUMN_GATE = ("tel", "phone", "mobil", "vil", "cell", "handy", "fax", "msisdn", "whatsapp")
 _DELIMITERS = ",;\t|"
 _MAX_ROWS = 10_000
