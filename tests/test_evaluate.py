@@ -282,3 +282,50 @@ def test_written_weights_without_written_windows_is_one_line(tmp_path, capsys):
         detect_cv.main(["--data", str(data), "--written-weights", "0.5"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err.strip() == "error: --written-weights needs --written FILES"
+
+
+def test_crossenc_experiment_fits_on_repositories_it_never_scores_or_thresholds_on(monkeypatch):
+    pytest.importorskip("sklearn", reason="the experiment's folds come from the fit extra (scikit-learn)")
+    from ichor import detect_crossenc
+    from ichor import detect_fit as F
+
+    rows, calls = _noisy_rows(), []
+
+    def recording(rows_, written_rows, variant, fit_part, scored, s, progress=None):
+        calls.append((list(fit_part), list(scored)))
+        score = [1.0 if rows_[i]["user"].startswith("it still") else 0.0 for i in scored]
+        return {k: score for k in detect_crossenc.SCORERS}
+
+    monkeypatch.setattr(detect_crossenc, "fold_scores", recording)
+    result = detect_crossenc.nested_cv(rows, [], "reply", detect_crossenc.Settings(), outer_folds=3, progress=str)
+    source = [F.source_of(r) for r in rows]
+    for fit_part, scored in calls:
+        fitted = {source[i] for i in fit_part}
+        assert fitted and not fitted & {source[i] for i in scored}  # no repository both fits and is scored
+    assert len(calls) == 3
+    expected = [r["user"].startswith("it still") for r in rows]
+    assert result["points"]["blend"]["standalone"] == [bool(e) for e in expected]
+
+
+def test_crossenc_pairs_hold_the_reply_only_for_the_reply_model():
+    from ichor.detect_crossenc import Settings, pair_of
+
+    row = {"user": "u" * 900, "prev_assistant": "p" * 900, "assistant": "REPLY"}
+    user, context = pair_of(row, "reply", Settings())
+    assert user == "u" * 600 and context.startswith("p" * 400) and context.endswith("REPLY")
+    assert pair_of(row, "no_reply", Settings())[1] == "p" * 400
+
+
+def test_crossenc_learns_a_separable_toy_task():
+    pytest.importorskip("peft", reason="the cross-encoder needs the train extra (torch, transformers, peft)")
+    from ichor.detect_crossenc import CrossEncoder, Settings
+
+    try:
+        model = CrossEncoder(Settings(epochs=4, batch=8, learning_rate=1e-3))
+    except FileNotFoundError as exc:
+        pytest.skip(f"MiniLM weights absent: {exc}")
+    pairs = [("it still fails with the same error", "```py\nx = 1\n```")] * 16
+    pairs += [("great, now add a dark mode toggle", "```py\nx = 1\n```")] * 16
+    model.fit(pairs, [1] * 16 + [0] * 16)
+    still, new = model.score([pairs[0], pairs[-1]])
+    assert still > 0.7 and new < 0.3
