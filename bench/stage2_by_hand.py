@@ -9,8 +9,8 @@ Its raw JSON answers go in ``bench/stage2_answers.jsonl`` (ids and answers only:
 never seen these repositories), stage 2 alone, and stage 1's candidates AND stage 2, with 95 % Wilson
 intervals.
 
-    python -m bench.stage2_by_hand sample /tmp/stage2-prompts
-    python -m bench.stage2_by_hand score
+    python -m bench.stage2_by_hand sample /tmp/stage2-prompts [--sample 2]
+    python -m bench.stage2_by_hand score [--sample 2]
 """
 
 from __future__ import annotations
@@ -44,16 +44,17 @@ def load(path: Path = DATA) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-def sample(rows: list[dict], n: int, seed: int = SEED) -> list[dict]:
-    """Whole repositories, in a seeded random order, until at least ``n`` windows."""
+def sample(rows: list[dict], n: int, seed: int = SEED, number: int = 1) -> list[dict]:
+    """Whole repositories, in a seeded random order, until at least ``n`` windows; sample 2 takes the
+    repositories that follow sample 1's in the same order, and so on."""
     repos = sorted({repository(r) for r in rows})
     random.Random(seed).shuffle(repos)
-    chosen: list[dict] = []
+    samples: list[list[dict]] = [[]]
     for repo in repos:
-        if len(chosen) >= n:
-            break
-        chosen += [r for r in rows if repository(r) == repo]
-    return chosen
+        if len(samples[-1]) >= n:
+            samples.append([])
+        samples[-1] += [r for r in rows if repository(r) == repo]
+    return samples[number - 1] if number <= len(samples) else []
 
 
 def window(row: dict) -> Window:
@@ -149,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("score", help="score bench/stage2_answers.jsonl against the labels")
     for p in sub.choices.values():
         p.add_argument("--n", type=int, default=250)
+        p.add_argument("--sample", type=int, default=1, help="which sample: 2 is the repositories after sample 1's")
         p.add_argument("--data", type=Path, default=DATA, help="corrections-more.jsonl (default %(default)s)")
     sub.choices["score"].add_argument(
         "--cv",
@@ -159,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.data.is_file():
         parser.exit(2, f"stage2_by_hand: {args.data} is missing (the shared data is not here)\n")
-    rows = sample(load(args.data), args.n)
+    rows = sample(load(args.data), args.n, number=args.sample)
+    if not rows:
+        parser.exit(2, f"stage2_by_hand: no sample {args.sample} of {args.n} windows in {args.data}\n")
     if args.cmd == "sample":
         write_prompts(rows, args.folder)
         print(f"{len(rows)} windows from {len({repository(r) for r in rows})} repositories -> {args.folder}")

@@ -66,3 +66,12 @@ def test_nested_cv_decisions_are_read_per_window_id(tmp_path):
     assert report["stage1 standalone"]["recall"]["k"] == 0
     both = report["stage1 candidate and stage2"]
     assert (both["precision"]["k"], both["precision"]["n"], both["recall"]["n"]) == (8, 8, 8)
+
+
+def test_later_samples_take_the_repositories_that_follow_in_the_same_order():
+    first, second = s2.sample(DATA, 4, seed=1), s2.sample(DATA, 4, seed=1, number=2)
+    repos = [{s2.repository(r) for r in part} for part in (first, second)]
+    assert second and not repos[0] & repos[1]
+    third = s2.sample(DATA, 4, seed=1, number=3)
+    assert sorted(r["id"] for r in first + second + third) == sorted(r["id"] for r in DATA)
+    assert s2.sample(DATA, 4, seed=1, number=9) == []
