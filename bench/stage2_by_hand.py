@@ -118,13 +118,13 @@ def score(rows: list[dict], answers: dict[str, str], stage1_fn=shipped_stage1) -
     gold, first, candidates, alone, both = [], [], [], [], []
     for row in rows:
         found = parse_confirmation(answers[row["id"]])
-        said = bool(found and found.is_correction)
-        candidate = stage1_fn(row, "candidate")
+        candidate, standalone = stage1_fn(row, "candidate"), stage1_fn(row, "standalone")
         gold.append(row["kind"] != "none")
-        first.append(stage1_fn(row, "standalone"))
+        first.append(standalone)
         candidates.append(candidate)
-        alone.append(said)
-        both.append(candidate and said)
+        alone.append(bool(found and found.is_correction))
+        # as in ichor.confirm: an answer that can't be read falls back to stage 1's standalone decision
+        both.append(candidate and (found.is_correction if found else standalone))
     return {
         "n": len(rows),
         "repositories": len({repository(r) for r in rows}),

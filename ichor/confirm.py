@@ -61,7 +61,7 @@ something else.
 Answer with one JSON object and nothing else:
 {"is_correction": true or false, "kind": "correction" or "retry" or "none", "label": "2-4 words naming the \
 mistake" or null}
-label is null when kind is none."""
+is_correction is true when kind is correction or retry. label is null when kind is none."""
 
 SECTIONS = (
     ("prev_user", "PREVIOUS REQUEST (user)"),
@@ -179,7 +179,9 @@ def _confirmation(obj: dict) -> Confirmation | None:
         return None
     if kind not in KINDS:
         kind = "correction" if flag else "none"
-    if isinstance(flag, bool) and flag != (kind != "none"):
+    # A retry is not a correction in plain words, so "is_correction": false beside "kind": "retry" is a
+    # reading of the question, not a contradiction; its kind decides.
+    if isinstance(flag, bool) and flag != (kind != "none") and kind != "retry":
         return None  # the answer contradicts itself
     label = _label(obj.get("label")) if kind != "none" else None
     return Confirmation(kind != "none", kind, label)

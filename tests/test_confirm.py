@@ -86,6 +86,7 @@ def test_empty_sides_are_marked_not_dropped():
         ),
         ('{"is_correction": true, "label": "wrong flag used here today"}', ("correction", "wrong flag used here")),
         ('{"kind": "none", "label": "ignored"}', ("none", None)),
+        ('{"is_correction": false, "kind": "retry", "label": "same ask again"}', ("retry", "same ask again")),
         ('{"note": 1} then {"is_correction": false, "kind": "none", "label": null}', ("none", None)),
     ],
 )

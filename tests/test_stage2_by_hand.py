@@ -75,3 +75,15 @@ def test_later_samples_take_the_repositories_that_follow_in_the_same_order():
     third = s2.sample(DATA, 4, seed=1, number=3)
     assert sorted(r["id"] for r in first + second + third) == sorted(r["id"] for r in DATA)
     assert s2.sample(DATA, 4, seed=1, number=9) == []
+
+
+def test_an_unreadable_answer_falls_back_to_stage_one_as_in_the_product():
+    answers = {r["id"]: "I am not sure" for r in DATA}
+
+    def stage1_fn(row, threshold):
+        return row["kind"] != "none"
+
+    report = s2.score(DATA, answers, stage1_fn)
+    assert report["stage2 alone"]["recall"]["k"] == 0
+    both = report["stage1 candidate and stage2"]
+    assert (both["precision"]["k"], both["recall"]["k"], both["recall"]["n"]) == (8, 8, 8)
