@@ -54,7 +54,7 @@ def sample(rows: list[dict], n: int, seed: int = SEED, number: int = 1) -> list[
         if len(samples[-1]) >= n:
             samples.append([])
         samples[-1] += [r for r in rows if repository(r) == repo]
-    return samples[number - 1] if number <= len(samples) else []
+    return samples[number - 1] if 1 <= number <= len(samples) else []
 
 
 def window(row: dict) -> Window:

@@ -74,7 +74,7 @@ def test_later_samples_take_the_repositories_that_follow_in_the_same_order():
     assert second and not repos[0] & repos[1]
     third = s2.sample(DATA, 4, seed=1, number=3)
     assert sorted(r["id"] for r in first + second + third) == sorted(r["id"] for r in DATA)
-    assert s2.sample(DATA, 4, seed=1, number=9) == []
+    assert s2.sample(DATA, 4, seed=1, number=9) == [] == s2.sample(DATA, 4, seed=1, number=0)
 
 
 def test_an_unreadable_answer_falls_back_to_stage_one_as_in_the_product():
