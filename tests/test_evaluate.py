@@ -329,3 +329,20 @@ def test_crossenc_learns_a_separable_toy_task():
     model.fit(pairs, [1] * 16 + [0] * 16)
     still, new = model.score([pairs[0], pairs[-1]])
     assert still > 0.7 and new < 0.3
+
+
+def test_crossenc_without_its_weights_is_one_line(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("peft", reason="the check past the extras needs the train extra")
+    pytest.importorskip("sklearn", reason="the check past the extras needs the fit extra")
+    from ichor import detect_crossenc, embed
+
+    def missing():
+        raise FileNotFoundError("all-MiniLM-L6-v2 not found")
+
+    monkeypatch.setattr(embed, "minilm_dir", missing)
+    data = tmp_path / "w.jsonl"
+    data.write_text(json.dumps(_synthetic_rows()[0]) + "\n")
+    with pytest.raises(SystemExit) as stop:
+        detect_crossenc.main(["--data", str(data)])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("error: all-MiniLM-L6-v2 not found") and err.count("\n") == 1
