@@ -1,5 +1,6 @@
 """Plain helpers the tests share: store pairs, exported records, a temp copy of the workspace, stage commands,
-and the labelled data beside the checkout (skipping with a reason when it is absent).
+what the scrubber removes or keeps, and the labelled data beside the checkout (skipping with a reason when it
+is absent).
 
 Fixtures live in ``conftest.py``; loopback stubs the tests use live in their own modules here (``hubstub``,
 ``atropos_stub``); the Hermes harness and the tiny model, which bench and examples use too, live in ``ichor.testing``.
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from ichor.scrub import scrub
 from ichor.store import NewPair
 
 REPO = Path(__file__).resolve().parents[1]
@@ -129,3 +131,16 @@ def set_params(workspace: Path, **updates) -> None:
             node = node.setdefault(key, {})
         node[leaf] = value
     path.write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+
+
+def gone(text: str, *secrets: str) -> str:
+    """The scrubbed text, asserting that none of ``secrets`` is left in it."""
+    out = scrub(text).text
+    for secret in secrets:
+        assert secret not in out, (text, out)
+    return out
+
+
+def kept(text: str) -> None:
+    """Assert that the scrubber leaves ``text`` exactly as it is."""
+    assert scrub(text).text == text

@@ -11,6 +11,7 @@ import string
 import pytest
 
 from ichor.scrub import scrub
+from tests.support import gone, kept
 
 RNG = random.Random(15)
 WORDS = ["Cedar", "Harbor", "Lagoon", "Sequoia", "Willow", "Tundra", "Copper", "Meadow"]
@@ -22,17 +23,6 @@ def token(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
 
 def password() -> str:
     return RNG.choice(WORDS) + token(4, string.digits) + RNG.choice("!#?") + token(3)
-
-
-def gone(text: str, *secrets: str) -> str:
-    out = scrub(text).text
-    for secret in secrets:
-        assert secret not in out, (text, out)
-    return out
-
-
-def kept(text: str) -> None:
-    assert scrub(text).text == text
 
 
 # --- a value that starts like a placeholder but carries material past its closing bracket ----------------

@@ -7,6 +7,7 @@ import string
 import pytest
 
 from ichor.scrub import scrub
+from tests.support import gone, kept
 
 RNG = random.Random(15)
 
@@ -19,13 +20,6 @@ def secret() -> str:
 
 def token() -> str:
     return "".join(RNG.choice(string.ascii_lowercase + string.digits) for _ in range(32)) + "9"
-
-
-def assert_removed(text: str, *values: str) -> str:
-    out = scrub(text).text
-    for value in values:
-        assert value not in out, out
-    return out
 
 
 # --- a secret-named cell, then its value in the next cell of the row ---------------------------------------
@@ -44,7 +38,7 @@ SAME_ROW_TABLES = [
 @pytest.mark.parametrize("shape", SAME_ROW_TABLES)
 def test_a_secret_named_cell_loses_the_next_cells_value(shape):
     first, second = secret(), token()
-    out = assert_removed(shape.format(v=first, w=second), first, second)
+    out = gone(shape.format(v=first, w=second), first, second)
     assert out.count("[REDACTED:env_secret]") == shape.count("{")
     assert "eu-west-1" in out or "eu-west-1" not in shape  # the other cells stay
 
@@ -63,7 +57,7 @@ COLUMN_TABLES = [
 @pytest.mark.parametrize(("shape", "kept"), COLUMN_TABLES)
 def test_a_secret_named_column_loses_every_value_below_it(shape, kept):
     first, second = secret(), secret()
-    out = assert_removed(shape.format(v=first, w=second), first, second)
+    out = gone(shape.format(v=first, w=second), first, second)
     assert out.count("[REDACTED:env_secret]") == 2
     assert all(word in out for word in kept)
 
@@ -84,7 +78,7 @@ KEPT_TABLES = [
 
 @pytest.mark.parametrize("text", KEPT_TABLES)
 def test_table_cells_that_are_not_secrets_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- a secret-named option, then its value as the next word or list element --------------------------------
@@ -105,7 +99,7 @@ OPTION_SHAPES = [
 def test_a_secret_named_options_next_word_or_element_is_removed(shape):
     first, second = secret(), secret()
     text = shape.format(v=first, w=second)
-    out = assert_removed(text, first, second)
+    out = gone(text, first, second)
     assert "[REDACTED:cli_secret]" in out
     assert "--port 6379" in out or "--port" not in shape
 
@@ -125,7 +119,7 @@ KEPT_OPTIONS = [
 
 @pytest.mark.parametrize("text", KEPT_OPTIONS)
 def test_options_whose_value_is_not_a_secret_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- -p as a list element: only for clients where -p means password ----------------------------------------
@@ -140,14 +134,14 @@ P_IN_LISTS = [
 @pytest.mark.parametrize("shape", P_IN_LISTS)
 def test_a_password_given_to_a_known_client_as_a_list_element_is_removed(shape):
     value = secret()
-    assert "[REDACTED:cli_secret]" in assert_removed(shape.format(v=value), value)
+    assert "[REDACTED:cli_secret]" in gone(shape.format(v=value), value)
 
 
 @pytest.mark.parametrize(
     "text", ['["mkdir", "-p", "/srv/app2"]', 'CMD ["ssh", "-p", "2222", "host"]', '["tar", "-p", "-xf", "a2.tar"]']
 )
 def test_p_meaning_a_folder_or_port_in_a_list_stays(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- repeated rows and options: each one removed -----------------------------------------------------------
@@ -175,7 +169,7 @@ def test_many_secret_options_in_one_list_are_each_removed():
 @pytest.mark.parametrize("date", ["01.02.2024", "09-12-2021", "07.11.1999", "03-25-2026"])
 def test_a_date_with_a_leading_zero_is_not_a_phone_number(date):
     text = f"released on {date}, see the changelog"
-    assert scrub(text).text == text
+    kept(text)
 
 
 @pytest.mark.parametrize("phone", ["07700 900123", "06 12 34 56 78", "090-1234-5678", "01-23-4567"])
@@ -199,7 +193,7 @@ GLUED_AND_CAMEL = [
 @pytest.mark.parametrize("shape", GLUED_AND_CAMEL)
 def test_a_secret_word_glued_on_or_in_camel_case_names_a_secret(shape):
     value = secret()
-    assert_removed(shape.format(v=value), value)
+    gone(shape.format(v=value), value)
 
 
 @pytest.mark.parametrize(
@@ -215,7 +209,7 @@ def test_a_secret_word_glued_on_or_in_camel_case_names_a_secret(shape):
     ],
 )
 def test_glued_and_camel_case_names_that_hold_no_secret_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- a name and its value in other layouts: a line of two words, a markup element, a record's two fields ---
@@ -236,7 +230,7 @@ LAYOUTS = [
 @pytest.mark.parametrize("shape", LAYOUTS)
 def test_a_secret_named_value_in_another_layout_is_removed(shape):
     value = secret()
-    out = assert_removed(shape.format(v=value), value)
+    out = gone(shape.format(v=value), value)
     assert "debug" in out or "debug" not in shape
 
 
@@ -254,7 +248,7 @@ KEPT_LAYOUTS = [
 
 @pytest.mark.parametrize("text", KEPT_LAYOUTS)
 def test_layouts_without_a_secret_value_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- HTTP credentials: an Authorization header of any scheme, and cookie values ---------------------------
@@ -273,7 +267,7 @@ HTTP_SHAPES = [
 @pytest.mark.parametrize("shape", HTTP_SHAPES)
 def test_http_credentials_are_removed_whatever_the_scheme_or_cookie_name(shape):
     value = token()
-    out = assert_removed(shape.format(t=value), value)
+    out = gone(shape.format(t=value), value)
     assert "[REDACTED:bearer]" in out and ("theme=dark" in out or "theme" not in shape)
 
 
@@ -288,7 +282,7 @@ def test_http_credentials_are_removed_whatever_the_scheme_or_cookie_name(shape):
     ],
 )
 def test_http_text_without_a_credential_stays(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- small layouts: YAML anchors and tags, R's <-, redis-cli -a, getenv defaults, .pgpass lines ----------
@@ -307,7 +301,7 @@ SMALL_LAYOUTS = [
 @pytest.mark.parametrize("shape", SMALL_LAYOUTS)
 def test_a_secret_in_a_small_layout_is_removed(shape):
     first, second = secret(), secret()
-    assert_removed(shape.format(v=first, w=second), first, second)
+    gone(shape.format(v=first, w=second), first, second)
 
 
 @pytest.mark.parametrize(
@@ -324,7 +318,7 @@ def test_a_secret_in_a_small_layout_is_removed(shape):
     ],
 )
 def test_small_layouts_without_a_secret_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- a name as a subscript key, a typed name, a call's arguments -------------------------------------------
@@ -350,7 +344,7 @@ CODE_SHAPES = [
 @pytest.mark.parametrize("shape", CODE_SHAPES)
 def test_a_secret_in_code_is_removed_whatever_holds_its_name(shape):
     value = secret()
-    assert_removed(shape.format(v=value), value)
+    gone(shape.format(v=value), value)
 
 
 @pytest.mark.parametrize(
@@ -368,7 +362,7 @@ def test_a_secret_in_code_is_removed_whatever_holds_its_name(shape):
     ],
 )
 def test_code_that_names_a_secret_without_holding_one_stays(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 def test_provider_urls_and_tokens_without_a_name_are_removed():
@@ -376,12 +370,12 @@ def test_provider_urls_and_tokens_without_a_name_are_removed():
     access = "ya29." + "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(60))
     refresh = "1//0" + "".join(RNG.choice(string.ascii_letters + string.digits) for _ in range(60))
     text = f"POST https://discord.com/api/webhooks/123456789012345678/{webhook}\n{access}\n{refresh}"
-    assert_removed(text, webhook, access, refresh)
+    gone(text, webhook, access, refresh)
 
 
 def test_base64_padding_after_a_colon_is_not_a_type_annotation():
     value = "c2VjcmV0LXZhbHVlLTQy" + RNG.choice(["=", "=="])
-    assert_removed(f"data:\n  db-password: {value}\n", value)
+    gone(f"data:\n  db-password: {value}\n", value)
 
 
 # --- a token as a URL's user, piped secrets, more clients' -p, named elements, triple quotes, YAML blocks ---
@@ -403,7 +397,7 @@ MORE_SHAPES = [
 @pytest.mark.parametrize("shape", MORE_SHAPES)
 def test_more_layouts_lose_their_secret(shape):
     value, long_token = secret(), token()
-    assert_removed(shape.format(v=value, t=long_token), value, long_token)
+    gone(shape.format(v=value, t=long_token), value, long_token)
 
 
 @pytest.mark.parametrize(
@@ -419,7 +413,7 @@ def test_more_layouts_lose_their_secret(shape):
     ],
 )
 def test_more_layouts_without_a_secret_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 # --- PII: zsh prompts and ~user homes ----------------------------------------------------------------------
@@ -439,7 +433,7 @@ def test_a_user_name_in_a_zsh_prompt_or_a_tilde_home_is_removed(text, expected):
 
 @pytest.mark.parametrize("text", ["cd ~/src", "ls ~root/.ssh", "about ~5min/day", "HEAD~1/x"])
 def test_tilde_paths_that_name_no_one_stay(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 @pytest.mark.parametrize(
@@ -453,7 +447,7 @@ def test_tilde_paths_that_name_no_one_stay(text):
     ],
 )
 def test_words_joined_by_punctuation_are_not_values_without_an_operator(text):
-    assert scrub(text).text == text
+    kept(text)
 
 
 @pytest.mark.parametrize(
@@ -470,7 +464,7 @@ def test_a_national_number_followed_by_another_number_is_still_removed(text, exp
 
 @pytest.mark.parametrize("value", ["!0UFtryTXsbQxEId", "&Zq8vR2mK9xLL!"])
 def test_a_password_that_starts_like_a_yaml_tag_or_anchor_is_removed(value):
-    assert_removed(f"password: {value} x", value)
+    gone(f"password: {value} x", value)
 
 
 def test_a_home_assistant_secret_reference_stays():
@@ -490,6 +484,6 @@ QUOTED_USERINFO = [
 @pytest.mark.parametrize("shape", QUOTED_USERINFO)
 def test_a_quoted_password_after_user_colon_is_removed_and_the_user_and_quotes_stay(shape):
     user, value = RNG.choice(["ana", "dev.ops", "ci_bot"]), secret()
-    out = assert_removed(shape.format(u=user, v=value), value)
+    out = gone(shape.format(u=user, v=value), value)
     assert f"{user}:" in out
     assert scrub(out).text == out

@@ -12,6 +12,7 @@ import string
 import pytest
 
 from ichor.scrub import scrub
+from tests.support import gone, kept
 
 RNG = random.Random(1509)
 LOWER = string.ascii_lowercase
@@ -28,15 +29,6 @@ def word() -> str:
 
 def passphrase(sep: str, words: int) -> str:
     return sep.join(word() for _ in range(words))
-
-
-def gone(text: str, secret: str) -> None:
-    out = scrub(text).text
-    assert secret not in out, (text, out)
-
-
-def kept(text: str) -> None:
-    assert scrub(text).text == text
 
 
 # --- passphrases: lower-case words joined by one separator --------------------------------------------------
