@@ -52,6 +52,7 @@ HOSTILE = {
     )[:50000],
     "identifiers": "self.some_attr.other_attr " * 2000,
     "cjk": "仍然错误没有生效" * 6250,
+    "cyrillic": "всё ещё ошибка, не работает " * 1790,
 }
 
 

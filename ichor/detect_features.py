@@ -5,13 +5,16 @@ Three families, all binary and named by strings so the shipped weights are a rea
 * word unigrams/bigrams of the head of the user's message (CJK characters count as words);
 * word classes and shape of the message and of how it relates to the previous turn (pasted error,
   overlap with the previous request and answer, question form, length, script), and the hand rules;
+  a message or reply that is not in English also gets its classes from ``data/lexicon_i18n.json``;
 * words at the start of the assistant's reply to it, when that reply is known;
 * optionally, words and shape of the rest of the message after its head (``EXTRA_FAMILIES``).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from importlib import resources
 
 from .detect_rules import (
     _ERROR_WORD,
@@ -36,7 +39,9 @@ from .detect_text import (
     rest_of,
     tail_of,
     tokens,
+    with_compounds,
 )
+from .language import language_group
 
 # Word classes of the user's message and of the start of the new answer.  Classes generalise across
 # logs far better than raw phrases, which is what the learned layer mostly weighs.
@@ -66,15 +71,26 @@ _ANSWER_LEXICON = {
 }
 _LEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _LEXICON.items()}
 _ALEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _ANSWER_LEXICON.items()}
+# The same classes in 17 other languages (written from the English lists alone, see docs/detector.md).
+_I18N = json.loads(resources.files("ichor").joinpath("data/lexicon_i18n.json").read_text(encoding="utf-8"))
+_ANSWER_I18N = {"ack": "ack", "fix": "afix", "new": "anew", "see": "see"}
+_LEX_WORDS = {k: frozenset(w for ws in _I18N[k].values() for w in ws) for k in _LEXICON}
+_ALEX_WORDS = {k: frozenset(w for ws in _I18N[v].values() for w in ws) for k, v in _ANSWER_I18N.items()}
 
 
-def _classes(toks: list[str], table: dict) -> dict[str, int]:
+def _classes(toks: list[str], table: dict, translated: dict | None = None) -> dict[str, int]:
+    """How many tokens fall in each class; ``translated`` adds the classes' words in other languages."""
     counts: dict[str, int] = {}
-    for t in toks:
+    for t in with_compounds(toks):
         for name, rx in table.items():
-            if rx.fullmatch(t):
+            if (translated is not None and t in translated[name]) or rx.fullmatch(t):
                 counts[name] = counts.get(name, 0) + 1
     return counts
+
+
+def foreign(text: str) -> bool:
+    """Translated classes apply only to non-English text: some of their words are English words or names."""
+    return language_group(text) == "non-English"
 
 
 FAMILIES = ("words", "shape", "reply")
@@ -161,7 +177,7 @@ def _script(text: str) -> str:
 def shape_features(w: Window, u_toks: list[str]) -> list[str]:
     """Rule hits, word classes and the message's shape and relation to the previous turn."""
     feats = ["rule:" + h for h in rule_hits(w) if h not in REPLY_RULES]
-    uc = _classes(u_toks[:40], _LEX_RE)
+    uc = _classes(u_toks[:40], _LEX_RE, _LEX_WORDS if foreign(w.user) else None)
     feats += ["ul:" + k for k in uc]
     feats += ["ul2:" + k for k, v in uc.items() if v >= 2]
     for a, b in (
@@ -215,7 +231,7 @@ def reply_features(w: Window) -> list[str]:
         a_text = a_text[7:]
     a_toks = tokens(a_text[:ASSISTANT_HEAD], 30)
     feats = ["rule:" + h for h in reply_rule_hits(w)]
-    feats += ["al:" + k for k in _classes(a_toks, _ALEX_RE)]
+    feats += ["al:" + k for k in _classes(a_toks, _ALEX_RE, _ALEX_WORDS if foreign(w.assistant) else None)]
     feats += ["a:" + t for t in a_toks[:12]]
     a_sim = jaccard(set(a_toks), set(tokens(w.prev_assistant[:ASSISTANT_HEAD], 30)))
     feats.append(bucket("sim_pa", a_sim, (0.3, 0.6, 0.85)))

@@ -12,7 +12,7 @@ import re
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
-from .detect_text import ASSISTANT_HEAD, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
+from .detect_text import ASSISTANT_HEAD, HAN_KANA, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
 
 _BARE = re.compile(
     r"(?:y|n|yes|yeah|yep|yup|no|nope|nah|ok|okay|k|sure|go ahead|do it|please do|proceed|"
@@ -244,7 +244,7 @@ def code_overlap(w: Window) -> float:
 # just done (a reworded re-send, or a long instruction block that restates the fix).
 
 # CJK has no spaces: its characters count in pairs, so a Chinese request is not judged by its file names alone.
-_CONTENT = re.compile(r"[a-z\u00e0-\u00ff][a-z0-9_\u00e0-\u00ff]{2,30}|[\u3040-\u30ff\u3400-\u9fff]{2}")
+_CONTENT = re.compile(rf"[^\W\d_{HAN_KANA}][^\W{HAN_KANA}]{{2,30}}|[{HAN_KANA}]{{2}}")
 _STOPWORDS = frozenset(
     "the and for are with this that from you your can could would should will does did not but just also all any "
     "some into there here what how why which when where who its it's i'm let's then than have has had was were been "

@@ -45,7 +45,11 @@ def normalise(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-_TOKEN = re.compile(r"[a-z0-9']{1,30}|[\u3040-\u30ff\u3400-\u9fff]")
+HAN_KANA = "\u3040-\u30ff\u3400-\u9fff"  # written without spaces: each character is a token
+# A word is letters and digits of any script (about a fifth of real messages are not English); ASCII is tried first
+# because it is most of the text.
+_TOKEN = re.compile(rf"(?:[a-z0-9']|[^\W_{HAN_KANA}]){{1,30}}|[{HAN_KANA}]")
+_ONE_HAN_KANA = re.compile(f"[{HAN_KANA}]")
 
 
 def tokens(text: str, limit: int) -> list[str]:
@@ -54,6 +58,19 @@ def tokens(text: str, limit: int) -> list[str]:
         out.append(m.group())
         if len(out) >= limit:
             break
+    return out
+
+
+def with_compounds(toks: list[str]) -> list[str]:
+    """The tokens, then every run of two or three Han/kana tokens joined (the words a lexicon can name)."""
+    out = list(toks)
+    han = [_ONE_HAN_KANA.fullmatch(t) is not None for t in toks]
+    if not any(han):
+        return out
+    for n in (2, 3):
+        for i in range(len(toks) - n + 1):
+            if all(han[i : i + n]):
+                out.append("".join(toks[i : i + n]))
     return out
 
 

@@ -3,7 +3,8 @@ import json
 import pytest
 
 from ichor.detect import Detection
-from ichor.evaluate import evaluate, format_report, grouped_blocks, language_group, slice_of, wilson
+from ichor.evaluate import evaluate, format_report, grouped_blocks, slice_of, wilson
+from ichor.language import language_group
 from tests.support import shared_data
 
 
