@@ -8,6 +8,7 @@ message is known, as in the Hermes hook) and ``no_reply`` (only the message and 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import zlib
@@ -65,16 +66,36 @@ def shipped() -> dict:
     return parse(json.loads(text))
 
 
+def fingerprint(model: dict) -> str:
+    """Names a model's weights and thresholds: what a profile's refit was made from."""
+    canonical = json.dumps(model["models"], sort_keys=True, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
+def shipped_fingerprint() -> str:
+    return fingerprint(shipped())
+
+
+def is_stale(model: dict) -> bool:
+    """A profile's refit of an older shipped model: a new release's model (and features) replace it."""
+    refit = model.get("refit")
+    return isinstance(refit, dict) and refit.get("base") != shipped_fingerprint()
+
+
 @lru_cache(maxsize=8)
 def _from_file(path: str, mtime_ns: int) -> dict:
     return parse(json.loads(Path(path).read_text(encoding="utf-8")))
 
 
 def load(path: str | Path | None = None) -> dict:
-    """A profile's refitted model when ``path`` names a readable one, else the shipped model."""
+    """A profile's refitted model when ``path`` names a readable one refitted from this release's shipped
+    model, else the shipped model."""
     if path is not None:
         try:
-            return _from_file(str(path), Path(path).stat().st_mtime_ns)
+            model = _from_file(str(path), Path(path).stat().st_mtime_ns)
+            if not is_stale(model):
+                return model
         except (OSError, ValueError, KeyError, TypeError):
             pass
     return shipped()

@@ -139,19 +139,23 @@ def refit(store, *, weight: float = DECISION_WEIGHT, base: dict | None = None) -
             "of": len(examples),
         }
     path = profile_model_path(store)
-    detect_model.dump(dict(base, models=models, refit={"decisions": len(decisions), "at": time.time()}), path)
+    made = {"decisions": len(decisions), "at": time.time(), "base": detect_model.fingerprint(base)}
+    detect_model.dump(dict(base, models=models, refit=made), path)
     report["written"] = str(path)
     return report
 
 
 def maybe_refit(store, every: int = REFIT_EVERY) -> dict | None:
-    """Refit once ``every`` new decisions have come in since the last refit; None when it is not time yet."""
-    done = 0
+    """Refit once ``every`` new decisions have come in since the last refit, or at once when the last refit
+    was made from an older release's model; None when it is not time yet."""
+    done, stale = 0, False
     try:
-        done = int(json.loads(profile_model_path(store).read_text(encoding="utf-8"))["refit"]["decisions"])
+        made = json.loads(profile_model_path(store).read_text(encoding="utf-8"))
+        done, stale = int(made["refit"]["decisions"]), detect_model.is_stale(made)
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    if len(load_decisions(store)) - done < every:
+    count = len(load_decisions(store))
+    if not (count and stale) and count - done < every:
         return None
     return refit(store)
 

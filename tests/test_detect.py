@@ -186,6 +186,21 @@ def test_refit_learns_a_profiles_own_corrections(tmp_path):
     assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=tmp_path / "missing.json") == before
 
 
+def test_a_refit_of_an_older_release_gives_way_to_the_shipped_model_then_is_redone(tmp_path):
+    store = _profile(tmp_path)
+    for i in range(30):
+        detect_refit.note_decision(store, f"change the panel {i}", CODE_ANSWER, ODD, "Sorry, fixing it.", True)
+    path = Path(detect_refit.refit(store)["written"])
+    assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=path).is_correction
+    assert detect_refit.maybe_refit(store, every=50) is None  # current, and nothing new
+    made = json.loads(path.read_text())
+    made["refit"]["base"] = "an-older-release"
+    path.write_text(json.dumps(made))
+    assert not detect(REQUEST, CODE_ANSWER, ODD, None, model_path=path).is_correction  # the shipped model
+    assert detect_refit.maybe_refit(store, every=50)["decisions"] == 30  # redone at once on this release's model
+    assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=path).is_correction
+
+
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
     store = _profile(tmp_path)
     detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)
