@@ -76,7 +76,8 @@ def held_out_stage1(data_dir: Path, rows: list[dict]):
     files = [data_dir / name for name in ("corrections-dev.jsonl", "corrections-more.jsonl")]
     train = [r for r in detect_fit.load_rows(*(f for f in files if f.is_file())) if repository(r) not in held]
     path = Path(tempfile.mkdtemp(prefix="stage2-")) / "detector.json"
-    detect_model.dump(detect_fit.fit(train), path)
+    written = detect_fit.load_rows(*sorted((Path(__file__).resolve().parents[1] / "data/written").glob("s*.jsonl")))
+    detect_model.dump(detect_fit.fit(train, written_rows=written), path)
 
     def run(row: dict, threshold: str) -> bool:
         w = window(row)

@@ -32,6 +32,9 @@ from .detect_text import Window
 VARIANTS = {"reply": ("words", "shape", "reply"), "no_reply": ("words", "shape")}
 # The models that train on written windows: the pre-registered rule (docs/detector.md) passed for no_reply only.
 WRITTEN_VARIANTS = ("no_reply",)
+# The procedures each shipped model chooses among by inner CV F1: a window with a reply may be better
+# decided by the model that ignores it (docs/detector.md, "windows with a reply choose their model").
+SLOT_PROCEDURES = {"reply": ("reply", "no_reply"), "no_reply": ("no_reply",)}
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,12 @@ def recall_threshold(scores, y, forced, target: float) -> float:
 
 def choose(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tuple[Config, dict]:
     """Pick the config by inner grouped-CV F1, and both thresholds from that config's inner scores."""
+    cfg, thresholds, _ = choose_scored(ids, y, groups, forced, grid, written)
+    return cfg, thresholds
+
+
+def choose_scored(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tuple[Config, dict, float]:
+    """``choose``, and the inner grouped-CV F1 of the config it picked (to compare procedures by)."""
     best = None
     for cfg in grid.configs:
         oof = out_of_fold(ids, y, groups, cfg, grid.inner_folds, written)
@@ -273,24 +282,34 @@ def choose(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tuple[Conf
         if best is None or f1 > best[0]:
             best = (f1, cfg, oof, t)
     assert best is not None, "the grid has at least one config"
-    _, cfg, oof, t = best
-    return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}
+    f1, cfg, oof, t = best
+    return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}, f1
 
 
-def fit_variant(rows: list[dict], variant: str, grid: Grid, written_rows: Sequence[dict] = ()) -> dict:
-    ids, y, groups = featurise(rows, variant), labels(rows), [source_of(r) for r in rows]
-    written = Written.of(list(written_rows), variant)
-    cfg, thresholds = choose(ids, y, groups, gated(rows), grid, written)
+def fit_best(rows: list[dict], variants: Sequence[str], grid: Grid | None, written_rows: Sequence[dict] = ()) -> dict:
+    """The model of whichever procedure in ``variants`` has the best inner grouped-CV F1, fitted on every window.
+
+    The written windows train only the ``WRITTEN_VARIANTS``; ``grid`` None is each procedure's shipped grid."""
+    y, groups, forced = labels(rows), [source_of(r) for r in rows], gated(rows)
+    best = None
+    for variant in variants:
+        mine = list(written_rows) if variant in WRITTEN_VARIANTS else []
+        ids, written = featurise(rows, variant), Written.of(mine, variant)
+        cfg, thresholds, f1 = choose_scored(ids, y, groups, forced, grid or Grid.with_written(bool(mine)), written)
+        if best is None or f1 > best[0]:
+            best = (f1, variant, ids, cfg, thresholds, written)
+    assert best is not None, "at least one procedure"
+    f1, variant, ids, cfg, thresholds, written = best
     linear = fit_linear(ids, y, groups, cfg, written)
-    return dict(linear, thresholds=thresholds, families=list(VARIANTS[variant]), config=asdict(cfg))
+    chosen = {"variant": variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
+    return dict(linear, thresholds=thresholds, families=list(VARIANTS[variant]), **chosen)
 
 
 def fit(rows: list[dict], grid: Grid | None = None, written_rows: Sequence[dict] = ()) -> dict:
-    """Both shipped models; the written windows train only the ``WRITTEN_VARIANTS``."""
+    """Both shipped models, each the best of its ``SLOT_PROCEDURES`` by inner CV."""
 
-    def fitted(variant: str) -> dict:
-        written = list(written_rows) if variant in WRITTEN_VARIANTS else []
-        return fit_variant(rows, variant, grid or Grid.with_written(bool(written)), written)
+    def fitted(slot: str) -> dict:
+        return fit_best(rows, SLOT_PROCEDURES[slot], grid, written_rows)
 
     return {
         "version": 2,
@@ -300,7 +319,7 @@ def fit(rows: list[dict], grid: Grid | None = None, written_rows: Sequence[dict]
             "repositories": len({source_of(r) for r in rows}),
             "written_windows": len(written_rows),
         },
-        "models": {variant: fitted(variant) for variant in VARIANTS},
+        "models": {slot: fitted(slot) for slot in SLOT_PROCEDURES},
     }
 
 
@@ -343,7 +362,10 @@ def main(argv=None) -> int:
     model = fit(rows, written_rows=rows_or_exit(parser, args.written))
     detect_model.dump(model, Path(args.out))
     for name, linear in model["models"].items():
-        print(f"{name}: {len(linear['weights'])} weights, {linear['config']}, thresholds {linear['thresholds']}")
+        print(
+            f"{name}: the {linear['variant']} procedure (inner F1 {linear['inner_f1']}), {len(linear['weights'])} "
+            f"weights, {linear['config']}, thresholds {linear['thresholds']}"
+        )
     return 0
 
 

@@ -1,9 +1,11 @@
 """What a profile's own decisions buy: refit simulated per repository on the shared data (needs the fit extra).
 
-    python -m ichor.detect_simulate --data ../shared/data/corrections-dev.jsonl ../shared/data/corrections-more.jsonl
+    python -m ichor.detect_simulate --data ../shared/data/corrections-dev.jsonl ../shared/data/corrections-more.jsonl \
+        --written data/written/s*.jsonl
 
-Each repository plays one user.  Its base model is fitted without it (grouped folds, the shipped
-config, thresholds from inner grouped CV), so it starts where a new user starts.  The repository's
+Each repository plays one user.  Its base model is fitted without it (the shipped model for windows with a
+reply: its procedure and config, with the written windows it trains on; grouped folds, thresholds from inner
+grouped CV), so it starts where a new user starts.  The repository's
 first K windows in file order are its decisions; ``detect_refit.update`` refits on them exactly as a
 profile would, and precision and recall on the rest of that repository are compared before and after.
 Repositories with fewer than K + ``min_rest`` windows take no part at that K.
@@ -20,9 +22,11 @@ from .detect_refit import update
 from .evaluate import _block
 
 
-def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest: int = 5, variant: str = "reply"):
+def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest: int = 5, written_rows=()):
+    shipped = detect_model.shipped()["models"]["reply"]
+    variant, cfg = shipped["variant"], F.Config(**shipped["config"])
+    written = F.Written.of(list(written_rows), variant)
     ids, y, groups, forced = F.featurise(rows, variant), F.labels(rows), [F.source_of(r) for r in rows], F.gated(rows)
-    cfg = F.Config(**detect_model.shipped()["models"][variant]["config"])
     counts: dict[int, dict[str, Any]] = {
         k: {"before": [0, 0, 0], "after": [0, 0, 0], "repositories": 0, "windows": 0} for k in ks
     }
@@ -30,8 +34,8 @@ def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest:
         held = set(test)
         tr = [i for i in range(len(rows)) if i not in held]
         sub = ([ids[i] for i in tr], [y[i] for i in tr], [groups[i] for i in tr])
-        oof = F.out_of_fold(*sub, cfg, 4)
-        base = F.fit_linear(*sub, cfg)
+        oof = F.out_of_fold(*sub, cfg, 4, written)
+        base = F.fit_linear(*sub, cfg, written)
         base["thresholds"] = {"standalone": F.best_f1_threshold(oof, sub[1], [forced[i] for i in tr])[0]}
         for repo in sorted({groups[i] for i in test}):
             mine = [i for i in test if groups[i] == repo]  # file order
@@ -89,9 +93,10 @@ def _cell(r: dict) -> str:
 
 def main(argv=None) -> int:
     parser = F.data_parser("ichor.detect_simulate", __doc__)
+    F.add_written_argument(parser)
     args = parser.parse_args(argv)
     rows = F.rows_or_exit(parser, args.data)
-    print(markdown(simulate(rows)))
+    print(markdown(simulate(rows, written_rows=F.rows_or_exit(parser, args.written))))
     return 0
 
 

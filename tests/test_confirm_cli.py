@@ -32,7 +32,7 @@ def window(wid, user, gold="none"):
 # Each new message is one the local detector takes as a candidate ("no, ..." opens a rejection).
 WINDOWS = [
     window("confirmed", "no, make it human readable", "correction"),
-    window("rejected", "no, that one is fine, now show hidden files too"),
+    window("rejected", "no, not that one, show hidden files too"),
     window("garbage", "no, sort by date", "correction"),
     window("error", "no, sort by name", "correction"),
     window("timeout", "no, use du instead", "correction"),

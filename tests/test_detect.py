@@ -102,11 +102,12 @@ def test_explicit_threshold_is_a_probability():
     assert not decide(user, threshold=min(1.0, score + 1e-6)).is_correction
 
 
-def test_the_reply_model_reads_the_assistants_apology():
+def test_windows_with_a_reply_are_scored_by_the_model_their_fit_chose():
     user = "the header is gone from the page"
-    without = decide(user).score
+    plain = decide(user, assistant="Sure, here it is.").score
     apology = decide(user, assistant="You're right, I apologize: I removed the header by mistake. Here is the fix.")
-    assert apology.score > without
+    reads_the_reply = "reply" in detect_model.shipped()["models"]["reply"]["families"]
+    assert (apology.score != plain) == reads_the_reply
 
 
 def test_positive_has_a_short_label_and_negative_none():

@@ -135,6 +135,27 @@ def _synthetic_rows(repos: int = 4, per_repo: int = 20) -> list[dict]:
     return rows
 
 
+def _reply_tells(rows: list[dict]) -> list[dict]:
+    """The same windows where only the reply tells a correction from a new request."""
+    return [dict(r, user=f"about part {i % 7}", prev_user="add the feature") for i, r in enumerate(rows)]
+
+
+def test_a_model_for_windows_with_a_reply_is_the_procedure_inner_cv_prefers():
+    pytest.importorskip("sklearn", reason="fitting needs the fit extra")
+    from ichor import detect_cv, detect_fit
+
+    grid = detect_fit.Grid(c=(1.0,), inner_folds=3)
+    both = detect_fit.SLOT_PROCEDURES["reply"]
+    told_by_reply = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), both, grid)
+    assert told_by_reply["variant"] == "reply" and "reply" in told_by_reply["families"]
+    assert told_by_reply["inner_f1"] == 1.0
+    only_without = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), ("no_reply",), grid)
+    assert only_without["variant"] == "no_reply" and only_without["inner_f1"] < 0.9
+    procedures = [detect_cv.Procedure(v, grid) for v in both]
+    result = detect_cv.nested_choice(_reply_tells(_synthetic_rows(repos=6)), procedures, outer_folds=3)
+    assert [f["variant"] for f in result["folds"]] == ["reply"] * 3
+
+
 def test_refit_simulation_reports_before_and_after_per_k():
     pytest.importorskip("sklearn", reason="the simulation fits models: needs the fit extra")
     from ichor import detect_simulate
