@@ -10,7 +10,9 @@ with 95% Wilson intervals.  Nothing reported here was fitted or chosen on the wi
 
 With ``--written FILES`` (``data/written/*.jsonl``), windows written for training join every training part and
 their weight is chosen inside with the regularisation; they are never scored.  The shipped ``no_reply`` model's
-figures are ``--variant no_reply --written data/written/s*.jsonl``.
+figures are ``--variant no_reply --written data/written/s*.jsonl``; ``--variant chosen`` (same ``--written``) makes,
+inside each outer fold, the choice the shipped model for windows with a reply makes between reading the reply
+and not (``detect_fit.SLOT_PROCEDURES``).
 """
 
 from __future__ import annotations
@@ -18,24 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import detect_fit as F
 from .evaluate import grouped_blocks
 
-# Windows with a reply: the reply model, or the one that ignores it (with the written windows), by inner CV.
+# The choice the shipped model for windows with a reply makes (``detect_fit.SLOT_PROCEDURES``), inside each fold.
 CHOSEN = "chosen"
-
-
-@dataclass(frozen=True)
-class Procedure:
-    """One fitting procedure: the features it reads, its grid, and the written windows it may train on."""
-
-    variant: str
-    grid: F.Grid
-    written_rows: tuple = ()
-    written_replies: bool = True
+MODEL_VARIANTS = tuple(sorted(F.VARIANTS))
 
 
 def nested_cv(
@@ -44,33 +36,25 @@ def nested_cv(
     """Held-out score and decision at both operating points for every window, and the config each fold chose.
 
     Written windows join every training part, inner and outer, and are never scored."""
-    return nested_choice(rows, [Procedure(variant, grid, tuple(written_rows), written_replies)], outer_folds)
+    written = F.Written.of(list(written_rows), variant, written_replies)
+    return nested_choice(rows, [F.Procedure(variant, grid, written)], outer_folds)
 
 
-def nested_choice(rows: list[dict], procedures: list[Procedure], outer_folds: int = 10) -> dict:
+def nested_choice(rows: list[dict], procedures: list[F.Procedure], outer_folds: int = 10) -> dict:
     """``nested_cv`` where each outer fold keeps the procedure whose inner grouped-CV F1 is best."""
     y, groups, forced = F.labels(rows), [F.source_of(r) for r in rows], F.gated(rows)
-    prepared = [
-        (p, F.featurise(rows, p.variant), F.Written.of(list(p.written_rows), p.variant, p.written_replies))
-        for p in procedures
-    ]
+    ids = {p.variant: F.featurise(rows, p.variant) for p in procedures}
     scores, points = [0.0] * len(rows), {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     chosen = []
     for test in F.group_folds(groups, outer_folds):
         held = set(test)
         tr = [i for i in range(len(rows)) if i not in held]
-        best = None
-        for p, ids, written in prepared:
-            sub = ([ids[i] for i in tr], [y[i] for i in tr], [groups[i] for i in tr], [forced[i] for i in tr])
-            cfg, thresholds, f1 = F.choose_scored(*sub, p.grid, written)
-            if best is None or f1 > best[0]:
-                best = (f1, p.variant, ids, sub, cfg, thresholds, written)
-        assert best is not None, "at least one procedure"
-        f1, variant, ids, sub, cfg, thresholds, written = best
-        linear = F.fit_linear(sub[0], sub[1], sub[2], cfg, written)
-        chosen.append({"variant": variant, "inner_f1": round(f1, 4), "config": vars(cfg), "thresholds": thresholds})
+        f1, p, cfg, thresholds = F.best_procedure(procedures, ids, y, groups, forced, tr)
+        mine = ids[p.variant]
+        linear = F.fit_linear([mine[i] for i in tr], [y[i] for i in tr], [groups[i] for i in tr], cfg, p.written)
+        chosen.append({"variant": p.variant, "inner_f1": round(f1, 4), "config": vars(cfg), "thresholds": thresholds})
         for i in test:
-            scores[i] = F.detect_model.score(ids[i], linear)
+            scores[i] = F.detect_model.score(mine[i], linear)
             for name, t in thresholds.items():
                 points[name][i] = bool(scores[i] >= t if forced[i] is None else forced[i])
     return {"scores": scores, "points": points, "folds": chosen}
@@ -100,11 +84,16 @@ def markdown(figures: dict) -> str:
     return "\n".join(lines)
 
 
-def cv_parser(prog: str, doc: str | None, json_help: str, extra_variants=()) -> argparse.ArgumentParser:
+def cv_parser(
+    prog: str,
+    doc: str | None,
+    json_help: str,
+    variants=MODEL_VARIANTS,
+    variant_help="which input shape's model",
+) -> argparse.ArgumentParser:
     """The parser of every nested-CV command: ``--data``, ``--variant``, ``--outer-folds`` and ``--json``."""
     parser = F.data_parser(prog, doc)
-    variants = sorted(F.VARIANTS) + list(extra_variants)
-    parser.add_argument("--variant", choices=variants, default="reply", help="which input shape's model")
+    parser.add_argument("--variant", choices=variants, default="reply", help=variant_help)
     parser.add_argument("--outer-folds", type=int, default=10, help="outer grouped folds (default 10)")
     parser.add_argument("--json", help=json_help)
     return parser
@@ -121,7 +110,11 @@ def grid_of(parser: argparse.ArgumentParser, args, written: list[dict]) -> F.Gri
 
 def main(argv=None) -> int:
     parser = cv_parser(
-        "ichor.detect_cv", __doc__, "also write the figures and each window's held-out decisions here", [CHOSEN]
+        "ichor.detect_cv",
+        __doc__,
+        "also write the figures and each window's held-out decisions here",
+        (*MODEL_VARIANTS, CHOSEN),
+        f"which input shape's model ({CHOSEN}: the shipped model for windows with a reply, chosen in each fold)",
     )
     F.add_written_argument(parser)
     parser.add_argument(
@@ -138,12 +131,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows, written = F.rows_or_exit(parser, args.data), F.rows_or_exit(parser, args.written)
     grid = grid_of(parser, args, written)
-    mine = Procedure(args.variant, grid, tuple(written), not args.written_without_replies)
     if args.variant == CHOSEN:
-        mine = Procedure("no_reply", grid, tuple(written), not args.written_without_replies)
-        result = nested_choice(rows, [Procedure("reply", F.Grid.with_written(False)), mine], args.outer_folds)
+        result = nested_choice(rows, F.slot_procedures("reply", written), args.outer_folds)
     else:
-        result = nested_choice(rows, [mine], args.outer_folds)
+        result = nested_cv(rows, args.variant, grid, args.outer_folds, written, not args.written_without_replies)
     figures = report(rows, result)
     print(markdown(figures))
     per_fold = [{"variant": f["variant"], **f["config"]} for f in result["folds"]]

@@ -86,6 +86,25 @@ class Written:
 NO_WRITTEN = Written([], [], [])
 
 
+@dataclass(frozen=True)
+class Procedure:
+    """One way to fit a model: the features it reads (``variant``), its grid, the written windows it trains on."""
+
+    variant: str
+    grid: Grid
+    written: Written = NO_WRITTEN
+
+
+def slot_procedures(slot: str, written_rows: Sequence[dict] = ()) -> list[Procedure]:
+    """What a shipped model chooses among: each of its ``SLOT_PROCEDURES`` with its shipped grid, and the written
+    windows for the ``WRITTEN_VARIANTS``."""
+    out = []
+    for variant in SLOT_PROCEDURES[slot]:
+        mine = list(written_rows) if variant in WRITTEN_VARIANTS else []
+        out.append(Procedure(variant, Grid.with_written(bool(mine)), Written.of(mine, variant)))
+    return out
+
+
 # ----------------------------------------------------------------------------------- data
 
 
@@ -286,30 +305,39 @@ def choose_scored(ids, y, groups, forced, grid: Grid, written=NO_WRITTEN) -> tup
     return cfg, {"standalone": t, "candidate": recall_threshold(oof, y, forced, grid.candidate_recall)}, f1
 
 
-def fit_best(rows: list[dict], variants: Sequence[str], grid: Grid | None, written_rows: Sequence[dict] = ()) -> dict:
-    """The model of whichever procedure in ``variants`` has the best inner grouped-CV F1, fitted on every window.
+def best_procedure(procedures: Sequence[Procedure], ids: dict[str, list], y, groups, forced, part: list[int]):
+    """The procedure whose inner grouped-CV F1 on the windows ``part`` is best: (F1, procedure, config,
+    thresholds).  ``ids`` holds every window's features under each procedure's variant."""
 
-    The written windows train only the ``WRITTEN_VARIANTS``; ``grid`` None is each procedure's shipped grid."""
-    y, groups, forced = labels(rows), [source_of(r) for r in rows], gated(rows)
+    def mine(column: list) -> list:
+        return [column[i] for i in part]
+
     best = None
-    for variant in variants:
-        mine = list(written_rows) if variant in WRITTEN_VARIANTS else []
-        ids, written = featurise(rows, variant), Written.of(mine, variant)
-        cfg, thresholds, f1 = choose_scored(ids, y, groups, forced, grid or Grid.with_written(bool(mine)), written)
+    for p in procedures:
+        cfg, thresholds, f1 = choose_scored(
+            mine(ids[p.variant]), mine(y), mine(groups), mine(forced), p.grid, p.written
+        )
         if best is None or f1 > best[0]:
-            best = (f1, variant, ids, cfg, thresholds, written)
+            best = (f1, p, cfg, thresholds)
     assert best is not None, "at least one procedure"
-    f1, variant, ids, cfg, thresholds, written = best
-    linear = fit_linear(ids, y, groups, cfg, written)
-    chosen = {"variant": variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
-    return dict(linear, thresholds=thresholds, families=list(VARIANTS[variant]), **chosen)
+    return best
 
 
-def fit(rows: list[dict], grid: Grid | None = None, written_rows: Sequence[dict] = ()) -> dict:
+def fit_best(rows: list[dict], procedures: Sequence[Procedure]) -> dict:
+    """The model of whichever procedure has the best inner grouped-CV F1, fitted on every window."""
+    y, groups, forced = labels(rows), [source_of(r) for r in rows], gated(rows)
+    ids = {p.variant: featurise(rows, p.variant) for p in procedures}
+    f1, p, cfg, thresholds = best_procedure(procedures, ids, y, groups, forced, list(range(len(rows))))
+    linear = fit_linear(ids[p.variant], y, groups, cfg, p.written)
+    chosen = {"variant": p.variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
+    return dict(linear, thresholds=thresholds, families=list(VARIANTS[p.variant]), **chosen)
+
+
+def fit(rows: list[dict], written_rows: Sequence[dict] = ()) -> dict:
     """Both shipped models, each the best of its ``SLOT_PROCEDURES`` by inner CV."""
 
     def fitted(slot: str) -> dict:
-        return fit_best(rows, SLOT_PROCEDURES[slot], grid, written_rows)
+        return fit_best(rows, slot_procedures(slot, written_rows))
 
     return {
         "version": 2,

@@ -145,14 +145,15 @@ def test_a_model_for_windows_with_a_reply_is_the_procedure_inner_cv_prefers():
     from ichor import detect_cv, detect_fit
 
     grid = detect_fit.Grid(c=(1.0,), inner_folds=3)
-    both = detect_fit.SLOT_PROCEDURES["reply"]
-    told_by_reply = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), both, grid)
+    both = [detect_fit.Procedure(v, grid) for v in detect_fit.SLOT_PROCEDURES["reply"]]
+    told_by_reply = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), both)
     assert told_by_reply["variant"] == "reply" and "reply" in told_by_reply["families"]
     assert told_by_reply["inner_f1"] == 1.0
-    only_without = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), ("no_reply",), grid)
+    only_without = detect_fit.fit_best(
+        _reply_tells(_synthetic_rows(repos=6)), [detect_fit.Procedure("no_reply", grid)]
+    )
     assert only_without["variant"] == "no_reply" and only_without["inner_f1"] < 0.9
-    procedures = [detect_cv.Procedure(v, grid) for v in both]
-    result = detect_cv.nested_choice(_reply_tells(_synthetic_rows(repos=6)), procedures, outer_folds=3)
+    result = detect_cv.nested_choice(_reply_tells(_synthetic_rows(repos=6)), both, outer_folds=3)
     assert [f["variant"] for f in result["folds"]] == ["reply"] * 3
 
 

@@ -21,7 +21,7 @@ ASK = "list the files in this folder, largest first"
 TURNS = [
     {"user": ASK, "reply": "ls -S"},
     {"user": "no, make it human readable and sorted by size", "reply": "ls -lhS"},  # the fault hits this turn
-    {"user": "no, that misses hidden files, include them too", "reply": "ls -lahS"},  # the fault is gone
+    {"user": "no, that is still wrong, it misses hidden files", "reply": "ls -lahS"},  # the fault is gone
 ]
 REPLIES = [t["reply"] for t in TURNS]
 
