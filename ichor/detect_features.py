@@ -71,7 +71,7 @@ _ANSWER_LEXICON = {
 }
 _LEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _LEXICON.items()}
 _ALEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _ANSWER_LEXICON.items()}
-# The same classes in 17 other languages (written from the English lists alone, see docs/detector.md).
+# The same classes in 17 other languages (written from the English lists alone, see docs/detector-experiments.md).
 _I18N = json.loads(resources.files("ichor").joinpath("data/lexicon_i18n.json").read_text(encoding="utf-8"))
 _ANSWER_I18N = {"ack": "ack", "fix": "afix", "new": "anew", "see": "see"}
 _LEX_WORDS = {k: frozenset(w for ws in _I18N[k].values() for w in ws) for k in _LEXICON}
@@ -94,7 +94,8 @@ def foreign(text: str) -> bool:
 
 
 FAMILIES = ("words", "shape", "reply")
-# The rest of a long message, after the head the words family reads (docs/detector.md, "the rest of the message").
+# The rest of a long message, after the head the words family reads (measured, not shipped:
+# docs/detector-experiments.md, "the rest of the message").
 EXTRA_FAMILIES = ("tail", "rest", "tail_shape")
 TAIL_TOKENS = 40
 REST_TOKENS = 400 - HEAD_TOKENS

@@ -30,10 +30,11 @@ from .detect_text import Window
 
 # Character n-grams were measured too and did not add to word n-grams out of source; they cost 3x the time.
 VARIANTS = {"reply": ("words", "shape", "reply"), "no_reply": ("words", "shape")}
-# The models that train on written windows: the pre-registered rule (docs/detector.md) passed for no_reply only.
+# The models that train on written windows: the pre-registered rule passed for no_reply only
+# (docs/detector-experiments.md).
 WRITTEN_VARIANTS = ("no_reply",)
 # The procedures each shipped model chooses among by inner CV F1: a window with a reply may be better
-# decided by the model that ignores it (docs/detector.md, "windows with a reply choose their model").
+# decided by the model that ignores it (docs/detector-experiments.md, "windows with a reply choose their model").
 SLOT_PROCEDURES = {"reply": ("reply", "no_reply"), "no_reply": ("no_reply",)}
 
 

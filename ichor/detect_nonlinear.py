@@ -5,7 +5,7 @@
 
 Nested cross-validation grouped by repository, the same outer folds as ``ichor.detect_cv``.  Inside each
 outer training part an inner grouped CV picks the model family AND its settings among the shipped
-logistic regression and three tree variants (``docs/detector.md``, "Pre-registered: non-linear stage 1"):
+logistic regression and three tree variants (``docs/detector-experiments.md``, "Pre-registered: non-linear stage 1"):
 
 * ``stacked``: trees over the dense (non-lexical) features plus the full LR's out-of-fold score;
 * ``dense``: trees over the dense features alone;

@@ -5,7 +5,7 @@
 
 Nested cross-validation grouped by repository, the same outer folds as ``ichor.detect_cv``.  Inside each
 outer training part an inner grouped CV picks the feature families AND the regularisation among today's
-families and three additions read from the message after its head (``docs/detector.md``,
+families and three additions read from the message after its head (``docs/detector-experiments.md``,
 "Pre-registered: the rest of the message"):
 
 * ``tail``: word unigrams and bigrams of the message's last 40 tokens;
