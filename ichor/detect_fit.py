@@ -96,14 +96,15 @@ class Procedure:
     written: Written = NO_WRITTEN
 
 
+def procedure(variant: str, written_rows: Sequence[dict] = ()) -> Procedure:
+    """A variant's shipped procedure: its shipped grid, and the written windows if it is a ``WRITTEN_VARIANTS``."""
+    mine = list(written_rows) if variant in WRITTEN_VARIANTS else []
+    return Procedure(variant, Grid.with_written(bool(mine)), Written.of(mine, variant))
+
+
 def slot_procedures(slot: str, written_rows: Sequence[dict] = ()) -> list[Procedure]:
-    """What a shipped model chooses among: each of its ``SLOT_PROCEDURES`` with its shipped grid, and the written
-    windows for the ``WRITTEN_VARIANTS``."""
-    out = []
-    for variant in SLOT_PROCEDURES[slot]:
-        mine = list(written_rows) if variant in WRITTEN_VARIANTS else []
-        out.append(Procedure(variant, Grid.with_written(bool(mine)), Written.of(mine, variant)))
-    return out
+    """What a shipped model chooses among: the shipped procedure of each of its ``SLOT_PROCEDURES``."""
+    return [procedure(variant, written_rows) for variant in SLOT_PROCEDURES[slot]]
 
 
 # ----------------------------------------------------------------------------------- data
@@ -324,21 +325,23 @@ def best_procedure(procedures: Sequence[Procedure], ids: dict[str, list], y, gro
     return best
 
 
-def fit_best(rows: list[dict], procedures: Sequence[Procedure]) -> dict:
-    """The model of whichever procedure has the best inner grouped-CV F1, fitted on every window."""
+def fit(rows: list[dict], written_rows: Sequence[dict] = (), procedures: dict[str, Procedure] | None = None) -> dict:
+    """Both shipped models, each the procedure of its ``SLOT_PROCEDURES`` with the best inner grouped-CV F1,
+    fitted on every window.  Each procedure is chosen and fitted once, however many models share it;
+    ``procedures`` (variant -> procedure) replaces the shipped ones."""
+    procedures = procedures or {variant: procedure(variant, written_rows) for variant in VARIANTS}
     y, groups, forced = labels(rows), [source_of(r) for r in rows], gated(rows)
-    ids = {p.variant: featurise(rows, p.variant) for p in procedures}
-    f1, p, cfg, thresholds = best_procedure(procedures, ids, y, groups, forced, list(range(len(rows))))
-    linear = fit_linear(ids[p.variant], y, groups, cfg, p.written)
-    chosen = {"variant": p.variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
-    return dict(linear, thresholds=thresholds, families=list(VARIANTS[p.variant]), **chosen)
-
-
-def fit(rows: list[dict], written_rows: Sequence[dict] = ()) -> dict:
-    """Both shipped models, each the best of its ``SLOT_PROCEDURES`` by inner CV."""
+    ids = {v: featurise(rows, v) for v in procedures}
+    scored = {v: choose_scored(ids[v], y, groups, forced, p.grid, p.written) for v, p in procedures.items()}
+    linear: dict[str, dict] = {}
 
     def fitted(slot: str) -> dict:
-        return fit_best(rows, slot_procedures(slot, written_rows))
+        variant = max(SLOT_PROCEDURES[slot], key=lambda v: scored[v][2])  # a tie keeps the first, as best_procedure
+        cfg, thresholds, f1 = scored[variant]
+        if variant not in linear:
+            linear[variant] = fit_linear(ids[variant], y, groups, cfg, procedures[variant].written)
+        chosen = {"variant": variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
+        return dict(linear[variant], thresholds=thresholds, families=list(VARIANTS[variant]), **chosen)
 
     return {
         "version": 2,

@@ -145,14 +145,14 @@ def test_a_model_for_windows_with_a_reply_is_the_procedure_inner_cv_prefers():
     from ichor import detect_cv, detect_fit
 
     grid = detect_fit.Grid(c=(1.0,), inner_folds=3)
-    both = [detect_fit.Procedure(v, grid) for v in detect_fit.SLOT_PROCEDURES["reply"]]
-    told_by_reply = detect_fit.fit_best(_reply_tells(_synthetic_rows(repos=6)), both)
+    procedures = {v: detect_fit.Procedure(v, grid) for v in detect_fit.VARIANTS}
+    models = detect_fit.fit(_reply_tells(_synthetic_rows(repos=6)), procedures=procedures)["models"]
+    told_by_reply = models["reply"]
     assert told_by_reply["variant"] == "reply" and "reply" in told_by_reply["families"]
     assert told_by_reply["inner_f1"] == 1.0
-    only_without = detect_fit.fit_best(
-        _reply_tells(_synthetic_rows(repos=6)), [detect_fit.Procedure("no_reply", grid)]
-    )
+    only_without = models["no_reply"]  # it can only choose the procedure that ignores the reply
     assert only_without["variant"] == "no_reply" and only_without["inner_f1"] < 0.9
+    both = [procedures[v] for v in detect_fit.SLOT_PROCEDURES["reply"]]
     result = detect_cv.nested_choice(_reply_tells(_synthetic_rows(repos=6)), both, outer_folds=3)
     assert [f["variant"] for f in result["folds"]] == ["reply"] * 3
 
