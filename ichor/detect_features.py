@@ -19,11 +19,11 @@ from importlib import resources
 from .detect_rules import (
     _ERROR_WORD,
     _QUESTION_ABOUT,
-    EDITED,
     asks_question,
     code_overlap,
     containment,
     content_words,
+    edited_code,
     has_error_shape,
     reply_rule_hits,
     rule_hits,
@@ -208,7 +208,7 @@ def shape_features(w: Window, u_toks: list[str]) -> list[str]:
         feats.append("err_word")
     if "```" in w.user[:PREV_HEAD]:
         feats.append("code_block")
-    if EDITED.search(w.prev_assistant[:PREV_HEAD]):
+    if edited_code(w.prev_assistant[:PREV_HEAD]):
         feats.append("pa_edited")
     if not w.prev_assistant.strip():
         feats.append("pa_empty")

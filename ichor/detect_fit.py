@@ -340,7 +340,8 @@ def fit(rows: list[dict], written_rows: Sequence[dict] = (), procedures: dict[st
         cfg, thresholds, f1 = scored[variant]
         if variant not in linear:
             linear[variant] = fit_linear(ids[variant], y, groups, cfg, procedures[variant].written)
-        chosen = {"variant": variant, "inner_f1": round(f1, 4), "config": asdict(cfg)}
+        compared = {v: round(scored[v][2], 4) for v in SLOT_PROCEDURES[slot]}
+        chosen = {"variant": variant, "inner_f1": round(f1, 4), "compared": compared, "config": asdict(cfg)}
         return dict(linear[variant], thresholds=thresholds, families=list(VARIANTS[variant]), **chosen)
 
     return {
@@ -395,7 +396,8 @@ def main(argv=None) -> int:
     detect_model.dump(model, Path(args.out))
     for name, linear in model["models"].items():
         print(
-            f"{name}: the {linear['variant']} procedure (inner F1 {linear['inner_f1']}), {len(linear['weights'])} "
+            f"{name}: the {linear['variant']} procedure (inner F1 "
+            f"{', '.join(f'{v} {f1}' for v, f1 in linear['compared'].items())}), {len(linear['weights'])} "
             f"weights, {linear['config']}, thresholds {linear['thresholds']}"
         )
     return 0

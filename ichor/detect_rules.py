@@ -8,9 +8,11 @@ quantifiers, so each runs in time linear in that bounded head.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
+from importlib import resources
 
 from .detect_text import ASSISTANT_HEAD, HAN_KANA, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
 
@@ -107,7 +109,35 @@ _ASKED_FOR_OUTPUT = re.compile(
     r"console|"
     r"stack|terminal)"
 )
-EDITED = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
+_EDIT_BLOCK = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
+# How agents report an edit in prose or a tool display ("i've updated", "⏺ update(", "已修改"), written from
+# how they write, not from the data (docs/edit_reports_brief.md).  Phrases of spaced languages start at a
+# word; Chinese, Japanese and tool markers may start anywhere.
+_EDIT_REPORTS = json.loads(resources.files("ichor").joinpath("data/edit_reports.json").read_text(encoding="utf-8"))
+_UNSPACED = ("zh", "ja", "markers")
+_EDIT_ANYWHERE = tuple(sorted({p for key in _UNSPACED for p in _EDIT_REPORTS[key]}))
+_WORD = re.compile(r"\w+")
+_EDIT_BY_FIRST_WORD: dict[str, tuple[str, ...]] = {}
+for _phrase in sorted({p for key, ps in _EDIT_REPORTS.items() if key not in _UNSPACED for p in ps}):
+    _first = _WORD.match(_phrase).group()  # type: ignore[union-attr]
+    _EDIT_BY_FIRST_WORD[_first] = (*_EDIT_BY_FIRST_WORD.get(_first, ()), _phrase)
+
+
+@lru_cache(maxsize=64)
+def edited_code(answer_head: str) -> bool:
+    """Whether an answer changed code: an edit block, or an edit reported the way agents report it."""
+    if _EDIT_BLOCK.search(answer_head):
+        return True
+    text = answer_head.lower()
+    if any(p in text for p in _EDIT_ANYWHERE):
+        return True
+    for m in _WORD.finditer(text):
+        phrases = _EDIT_BY_FIRST_WORD.get(m.group())
+        if phrases and any(text.startswith(p, m.start()) for p in phrases):
+            return True
+    return False
+
+
 _FILE = re.compile(
     r"[\w\-]{1,60}\.(?:tsx?|jsx?|mjs|py|rb|cs|html?|css|scss|json|java|go|rs|astro|vue|php|c|cc|cpp|h|kt|swift|"
     r"sh|ya?ml|toml|csproj)\b"
@@ -172,6 +202,7 @@ def rule_hits(w: Window) -> tuple[str, ...]:
 def clear_caches() -> None:
     """Forget the per-window caches (benchmarks time every call as a new turn)."""
     rule_hits.cache_clear()
+    edited_code.cache_clear()
     content_words.cache_clear()
 
 
@@ -212,7 +243,7 @@ def _failure_in_words(w: Window) -> bool:
     """
     head = w.user[:200]
     prev = w.prev_assistant[:PREV_HEAD]
-    if not EDITED.search(prev) or _ASKED_FOR_OUTPUT.search(prev[-400:].lower()):
+    if not edited_code(prev) or _ASKED_FOR_OUTPUT.search(prev[-400:].lower()):
         return False
     if _FAILURE_REPORT.search(head.lower()):
         return True
@@ -289,7 +320,7 @@ def _reworded_request(w: Window) -> bool:
 def _restated_fix(w: Window) -> bool:
     """A long instruction block, after an answer that edited code, mostly restating that turn's content."""
     mine = content_words(w.user)
-    if len(mine) < RESTATED_MIN_WORDS or not EDITED.search(w.prev_assistant[:PREV_HEAD]):
+    if len(mine) < RESTATED_MIN_WORDS or not edited_code(w.prev_assistant[:PREV_HEAD]):
         return False
     said = content_words(w.prev_user) | content_words(w.prev_assistant, PREV_HEAD)
     return containment(mine, said) >= RESTATED_CONTAINMENT

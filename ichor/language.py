@@ -2,22 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import re
+from importlib import resources
 
 _NON_LATIN = re.compile(r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _WORDS = re.compile(r"[^\W\d_]{1,20}")
-_ENGLISH = frozenset(
-    "the a an to of and is it in that this for you i my on with be not but can do what please now are was".split()
-)
-_OTHER = frozenset(
-    "le la les des une est pas pour que dans avec je il et du au "  # French
-    "el los las por con una para como pero muy "  # Spanish
-    "um uma não para com isso está "  # Portuguese
-    "je to na se že jak ale pro jsem není "  # Czech
-    "der die das und ist nicht mit ich sie auf "  # German
-    "yang dan ini itu tidak dengan untuk saya ada "  # Indonesian
-    "di il che per non sono della ".split()  # Italian
-)
+# Function words of English and 14 Latin-script languages, written from the languages alone, leaving out
+# words common in English or code (docs/function_words_brief.md).
+_LISTS = json.loads(resources.files("ichor").joinpath("data/function_words.json").read_text(encoding="utf-8"))
+_ENGLISH = frozenset(_LISTS["en"])
+_OTHER = frozenset(w for lang, words in _LISTS.items() if lang != "en" for w in words)
 
 
 def language_group(text: str) -> str:

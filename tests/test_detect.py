@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from ichor import detect as D
 from ichor import detect_model, detect_refit
 from ichor.detect import MAX_CHARS, Detection, detect, mistake_label
+from ichor.detect_features import features
+from ichor.detect_rules import edited_code
+from ichor.detect_text import Window
 
 CODE_ANSWER = (
     "I updated `parser.py` so that `load_config()` reads the TOML file.\n```python\ndef load_config():\n"
@@ -352,3 +355,41 @@ def test_tail_shape_finds_an_error_pasted_at_the_end():
     assert "tail_err_shape" in names and "tail_err_word" in names
     plain = features(D.Window.of(REQUEST, CODE_ANSWER, LONG_SPEC, ""), ("words", "shape", "tail", "tail_shape"))
     assert "tail_err_shape" not in plain
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "```python\ndef parse(): ...\n```",  # aider's edit block
+        "path/to/app.py\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE",
+        "I've updated `auth.ts` so the token is refreshed before it expires.",
+        "Now let me fix the import in main.py.",
+        "⏺ Update(src/app.ts)\n  ⎿  Updated src/app.ts with 2 additions",
+        "Made changes.",
+        "我已经修改了配置文件，端口现在从环境变量读取。",
+        "Я исправил ошибку в парсере.",
+    ],
+)
+def test_an_answer_that_changed_code_is_recognised_in_every_form(answer):
+    assert edited_code(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Let me check the logs first. Could you paste the output of `npm test`?",
+        "The error means the variable is read before it is assigned.",
+        "Here is an explanation of how the cache works.",
+        "I've been thinking about it: updating is not needed.",
+    ],
+)
+def test_an_answer_that_only_explains_did_not_change_code(answer):
+    assert not edited_code(answer)
+
+
+def test_an_error_after_an_agents_prose_edit_is_read_as_after_an_edit():
+    w = Window.of(
+        "make the port configurable", "I've updated config.py to read PORT.", "still failing: port 3000 in use", ""
+    )
+    assert "pa_edited" in features(w)
+    assert "pa_edited" not in features(Window.of("why?", "Because the port is fixed.", "still failing", ""))

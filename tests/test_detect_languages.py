@@ -107,3 +107,37 @@ def test_lexicon_covers_every_class_with_words_the_tokenizer_can_see():
                     assert 1 <= len(word) <= 3, where
                 else:
                     assert tokens(word, 5) == [word], where
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hataları gördün düzelt lütfen, uygulama hâlâ çöküyor",  # Turkish
+        "nadal nie działa, błąd jest ten sam",  # Polish
+        "het werkt nog steeds niet, ik krijg dezelfde fout",  # Dutch
+        "vẫn không chạy được, lỗi như cũ",  # Vietnamese
+        "intentalo ahora por favor",  # Spanish, two words
+    ],
+)
+def test_latin_script_languages_beyond_the_first_seven_are_not_english(text):
+    assert language_group(text) == "non-English"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "it is still failing with the same error in parse_args",
+        "now add a --dry-run flag to the CLI and update the README",
+        "ok",
+        "TypeError: Cannot read properties of undefined (reading 'map')",
+    ],
+)
+def test_english_and_code_stay_english(text):
+    assert language_group(text) == "English"
+
+
+def test_function_word_lists_leave_out_english_words():
+    lists = json.loads(resources.files("ichor").joinpath("data/function_words.json").read_text(encoding="utf-8"))
+    english = set(lists.pop("en"))
+    assert len(lists) == 14 and all(w == w.lower() for ws in lists.values() for w in ws)
+    assert not english & {w for ws in lists.values() for w in ws}

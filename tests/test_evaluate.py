@@ -149,7 +149,9 @@ def test_a_model_for_windows_with_a_reply_is_the_procedure_inner_cv_prefers():
     models = detect_fit.fit(_reply_tells(_synthetic_rows(repos=6)), procedures=procedures)["models"]
     told_by_reply = models["reply"]
     assert told_by_reply["variant"] == "reply" and "reply" in told_by_reply["families"]
-    assert told_by_reply["inner_f1"] == 1.0
+    assert (
+        told_by_reply["inner_f1"] == 1.0 == told_by_reply["compared"]["reply"] > told_by_reply["compared"]["no_reply"]
+    )
     only_without = models["no_reply"]  # it can only choose the procedure that ignores the reply
     assert only_without["variant"] == "no_reply" and only_without["inner_f1"] < 0.9
     both = [procedures[v] for v in detect_fit.SLOT_PROCEDURES["reply"]]
