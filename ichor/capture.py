@@ -65,8 +65,9 @@ class Capture:
 class _Last:
     before: list[tuple[str, str]]  # the history before the last turn, as (role, text)
     user: str
-    answer: str
+    answer: str  # the turn's final answer: a pair's rejected side
     after: list[tuple[str, str]]  # the history the last turn ended with
+    said: str = ""  # everything the assistant wrote in the turn (see ``turn_text``): what the detector reads
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,17 @@ def dialogue(history) -> list[tuple[str, str]]:
     return out
 
 
+def turn_text(texts: list[str], answer: str) -> str:
+    """Everything the assistant wrote to the user in one turn, tool calls aside, ending with its final answer.
+
+    An agent narrates between tool calls ("Now I'll update config.py"); the detector's agent transcripts
+    were cut the same way, so it reads the whole turn, not the final message alone."""
+    texts = [t.strip() for t in texts if t.strip()]
+    if answer.strip() and (not texts or not same_answer(texts[-1], answer)):
+        texts.append(answer.strip())
+    return "\n\n".join(texts)
+
+
 def split_last_turn(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The history before this turn's user message (the last user message in it)."""
     for i in range(len(history) - 1, -1, -1):
@@ -125,7 +137,7 @@ def previous_turn(before: list[tuple[str, str]]) -> _Last | None:
     user, answers = before[len(asked)][1], [text for role, text in before[len(asked) + 1 :] if role == "assistant"]
     if not answers:
         return None  # that turn never got an answer (interrupted)
-    return _Last(asked, user, answers[-1], before)
+    return _Last(asked, user, answers[-1], before, turn_text(answers, answers[-1]))
 
 
 def _cut(text: str) -> str:
@@ -162,7 +174,8 @@ class Tracker:
         before = split_last_turn(after)
         with self._lock:
             last = self._sessions.pop(turn.session_id, None) or previous_turn(before)
-            self._sessions[turn.session_id] = _Last(before, user, answer, after)
+            said = turn_text([text for role, text in after[len(before) + 1 :] if role == "assistant"], answer)
+            self._sessions[turn.session_id] = _Last(before, user, answer, after, said)
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
         if last is None or not answer.strip() or not last.answer.strip():
@@ -198,12 +211,17 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     return Capture(_pair(kind, label, pending), detected)
 
 
+def detection_window(pending: Pending) -> Window:
+    """What the detector reads of a turn: the previous request, all the assistant wrote in reply, the new message."""
+    last = pending.last
+    return Window(last.user, last.said or last.answer, pending.user, pending.answer)
+
+
 def _classify(pending: Pending, threshold: str, model_path):
     """(kind, label, whether the detector decided) of a turn."""
-    last = pending.last
     if pending.shape == "retry":
         return "retry", "retried answer", False
-    window = Window(last.user, last.answer, pending.user, pending.answer)
+    window = detection_window(pending)
     if pending.shape == "undo":
         return "undo", stage1(window, "standalone", model_path).label or "undone answer", False
     found = stage1(window, threshold, model_path)

@@ -1,6 +1,7 @@
 """The pure turn tracker: which turns make a pair, and what the pair holds."""
 
-from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn, capture
+from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn, capture, detection_window, turn_text
+from ichor.detect_features import features
 
 ASK = "list the files in this folder"
 CORRECTION = "no, make it human readable and sorted by size"
@@ -215,3 +216,34 @@ def test_advance_leaves_nothing_to_do_for_turns_that_cannot_pair():
     assert tracker.advance(turn(history(ASK, "ls"), platform="cron")) is None
     ack = tracker.advance(turn(history(ASK, "ls", ASK, "ls", "thanks", "glad it helped")))
     assert ack is not None and capture(ack) is None  # the detector's call, made off the turn's thread
+
+
+def test_the_detector_reads_the_whole_turn_and_the_pair_keeps_its_final_answer():
+    """An agent narrates between tool calls; the detector's agent transcripts were cut with that narration."""
+    first = history("make the port configurable") + [
+        {"role": "assistant", "content": "I've updated config.py to read PORT.", "tool_calls": [{"id": "1"}]},
+        {"role": "tool", "content": "ok"},
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "2"}]},
+        {"role": "tool", "content": "ok"},
+        {"role": "assistant", "content": "Done."},
+    ]
+    second = first + [
+        {"role": "user", "content": "still failing: port 3000 in use"},
+        {"role": "assistant", "content": "x"},
+    ]
+    for tracker in (Tracker(), None):  # a tracker that saw the first turn, and one rebuilt from the history
+        if tracker is not None:
+            assert tracker.advance(Turn("s", "cli", "make the port configurable", "Done.", first)) is None
+        pending = (tracker or Tracker()).advance(Turn("s", "cli", "still failing: port 3000 in use", "x", second))
+        assert pending is not None and pending.last.answer == "Done."
+        window = detection_window(pending)
+        assert window.prev_assistant == "I've updated config.py to read PORT.\n\nDone."
+        assert "pa_edited" in features(window)
+        captured = capture(pending)
+        assert captured is not None and (captured.pair.rejected, captured.pair.kind) == ("Done.", "correction")
+
+
+def test_turn_text_ends_with_the_final_answer_once():
+    assert turn_text(["let me look", "  ", "ls"], "ls") == "let me look\n\nls"
+    assert turn_text([], "ls") == "ls"
+    assert turn_text(["let me look"], "ls") == "let me look\n\nls"
