@@ -29,13 +29,14 @@ def window(wid, user, gold="none"):
     }
 
 
-# Each new message is one the local detector takes as a candidate ("no, ..." opens a rejection).
+# Each new message is one the local detector takes as a candidate ("no, ..." opens a rejection); those stage 2
+# fails on are clear enough for stage 1's standalone point, whose decision then stands.
 WINDOWS = [
     window("confirmed", "no, make it human readable", "correction"),
     window("rejected", "no, not that one, show hidden files too"),
-    window("garbage", "no, sort by date", "correction"),
-    window("error", "no, sort by name", "correction"),
-    window("timeout", "no, use du instead", "correction"),
+    window("garbage", "no, that is wrong, sort by date", "correction"),
+    window("error", "no, that is wrong, sort by name", "correction"),
+    window("timeout", "no, that is wrong, use du instead", "correction"),
     window("plain", "thanks, perfect"),
 ]
 
