@@ -15,6 +15,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .detect_text import ASSISTANT_HEAD, HAN_KANA, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
+from .language import language_group
 
 _BARE = re.compile(
     r"(?:y|n|yes|yeah|yep|yup|no|nope|nah|ok|okay|k|sure|go ahead|do it|please do|proceed|"
@@ -109,33 +110,60 @@ _ASKED_FOR_OUTPUT = re.compile(
     r"console|"
     r"stack|terminal)"
 )
+_WORD = re.compile(r"\w+")
+
+
+class PhraseSet:
+    """Literal lowercase phrases, by language: those of languages written with spaces match at a word start,
+    those of Chinese and Japanese (and tool markers) anywhere.  A dict lookup per word: under half the cost
+    of one regex of hundreds of alternatives."""
+
+    UNSPACED = ("zh", "zh-Hant", "ja", "markers")
+
+    def __init__(self, by_language: dict[str, list[str]]):
+        spaced = sorted({p for key, ps in by_language.items() if key not in self.UNSPACED for p in ps})
+        self.anywhere = tuple(sorted({p for key in self.UNSPACED for p in by_language.get(key, ())}))
+        self.by_first_word: dict[str, tuple[str, ...]] = {}
+        for phrase in spaced:
+            first = _WORD.match(phrase)
+            if first is None:
+                self.anywhere += (phrase,)
+                continue
+            self.by_first_word[first.group()] = (*self.by_first_word.get(first.group(), ()), phrase)
+        self.starters = self.anywhere + tuple(spaced)
+
+    def search(self, text: str) -> bool:
+        """Whether lowercased ``text`` holds one of the phrases."""
+        if any(p in text for p in self.anywhere):
+            return True
+        for m in _WORD.finditer(text):
+            phrases = self.by_first_word.get(m.group())
+            if phrases and any(text.startswith(p, m.start()) for p in phrases):
+                return True
+        return False
+
+    def starts(self, text: str) -> bool:
+        """Whether lowercased ``text`` opens with one of the phrases (after at most three other characters)."""
+        lead = len(text) - len(text.lstrip(_TRIM + "\n\t"))
+        return lead <= 3 and text[lead:].startswith(self.starters)
+
+
+def _phrases(name: str) -> dict:
+    return json.loads(resources.files("ichor").joinpath(f"data/{name}.json").read_text(encoding="utf-8"))
+
+
 _EDIT_BLOCK = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
 # How agents report an edit in prose or a tool display ("i've updated", "⏺ update(", "已修改"), written from
-# how they write, not from the data (docs/edit_reports_brief.md).  Phrases of spaced languages start at a
-# word; Chinese, Japanese and tool markers may start anywhere.
-_EDIT_REPORTS = json.loads(resources.files("ichor").joinpath("data/edit_reports.json").read_text(encoding="utf-8"))
-_UNSPACED = ("zh", "ja", "markers")
-_EDIT_ANYWHERE = tuple(sorted({p for key in _UNSPACED for p in _EDIT_REPORTS[key]}))
-_WORD = re.compile(r"\w+")
-_EDIT_BY_FIRST_WORD: dict[str, tuple[str, ...]] = {}
-for _phrase in sorted({p for key, ps in _EDIT_REPORTS.items() if key not in _UNSPACED for p in ps}):
-    _first = _WORD.match(_phrase).group()  # type: ignore[union-attr]
-    _EDIT_BY_FIRST_WORD[_first] = (*_EDIT_BY_FIRST_WORD.get(_first, ()), _phrase)
+# how they write, not from the data (docs/edit_reports_brief.md).
+_EDIT_REPORTS = PhraseSet(_phrases("edit_reports"))
+# The rules' phrases in 16 more languages, for non-English messages (docs/rule_phrases_brief.md).
+_TRANSLATED_RULES = {rule: PhraseSet(by_language) for rule, by_language in _phrases("rule_phrases").items()}
 
 
 @lru_cache(maxsize=64)
 def edited_code(answer_head: str) -> bool:
     """Whether an answer changed code: an edit block, or an edit reported the way agents report it."""
-    if _EDIT_BLOCK.search(answer_head):
-        return True
-    text = answer_head.lower()
-    if any(p in text for p in _EDIT_ANYWHERE):
-        return True
-    for m in _WORD.finditer(text):
-        phrases = _EDIT_BY_FIRST_WORD.get(m.group())
-        if phrases and any(text.startswith(p, m.start()) for p in phrases):
-            return True
-    return False
+    return bool(_EDIT_BLOCK.search(answer_head)) or _EDIT_REPORTS.search(answer_head.lower())
 
 
 _FILE = re.compile(
@@ -175,18 +203,25 @@ _QUESTION_ABOUT = re.compile(r"^(?:what|how|why|where|when|which|who|can you|cou
 def rule_hits(w: Window) -> tuple[str, ...]:
     user = w.user[:USER_HEAD].lower()
     head = user[:160]
+    said = _TRANSLATED_RULES if language_group(w.user) == "non-English" else None
     hits = []
     if bare_reply(normalise(w.user)):
         hits.append("bare")
-    if _OPENER.search(head) and not (_NO.search(head) and asks_question(w.prev_assistant)):
+    if (_OPENER.search(head) and not (_NO.search(head) and asks_question(w.prev_assistant))) or (
+        said and said["opener"].starts(head)
+    ):
         hits.append("opener")
-    if _STILL.search(user):
+    if _STILL.search(user) or (said and said["still"].search(user)):
         hits.append("still")
-    if len(user) < 300 and _REDIRECT.search(user):
+    if len(user) < 300 and (_REDIRECT.search(user) or (said and said["redirect"].search(user))):
         hits.append("redirect")
-    if _reported_failure(w) or _failure_in_words(w):
+    if _reported_failure(w) or _failure_in_words(w, said["failure_report"] if said else None):
         hits.append("failure")
-    if _COMPLAINT.search(user[:300]) or (len(user) < 200 and _EMPHATIC.search(w.user[:200])):
+    if (
+        _COMPLAINT.search(user[:300])
+        or (said and said["complaint"].search(user[:300]))
+        or (len(user) < 200 and _EMPHATIC.search(w.user[:200]))
+    ):
         hits.append("complaint")
     if similarity(w.user, w.prev_user) >= 0.4:
         hits.append("rephrase")
@@ -235,7 +270,7 @@ def _reported_failure(w: Window) -> bool:
     return code_overlap(w) >= 0.34
 
 
-def _failure_in_words(w: Window) -> bool:
+def _failure_in_words(w: Window, translated: PhraseSet | None = None) -> bool:
     """A failure described near the start of the message, right after an answer that edited code.
 
     Either reported in words ("I get this error", "it stalls at …") or naming a file the previous answer
@@ -245,7 +280,7 @@ def _failure_in_words(w: Window) -> bool:
     prev = w.prev_assistant[:PREV_HEAD]
     if not edited_code(prev) or _ASKED_FOR_OUTPUT.search(prev[-400:].lower()):
         return False
-    if _FAILURE_REPORT.search(head.lower()):
+    if _FAILURE_REPORT.search(head.lower()) or (translated is not None and translated.search(head.lower())):
         return True
     if not _ERROR_WORD.search(head.lower()):
         return False

@@ -141,3 +141,23 @@ def test_function_word_lists_leave_out_english_words():
     english = set(lists.pop("en"))
     assert len(lists) == 14 and all(w == w.lower() for ws in lists.values() for w in ws)
     assert not english & {w for ws in lists.values() for w in ws}
+
+
+@pytest.mark.parametrize(
+    "message, rule",
+    [
+        ("всё равно не работает, та же ошибка", "rule:still"),
+        ("sigue sin funcionar después del cambio", "rule:still"),
+        ("nein, das ist falsch, die Datei heißt config.yaml", "rule:opener"),
+        ("我说的是只改配置文件，不要动测试", "rule:redirect"),
+    ],
+)
+def test_the_hand_rules_speak_other_languages(message, rule):
+    assert rule in shape(message)
+
+
+def test_translated_rule_phrases_are_for_non_english_messages_only():
+    # "no funciona" (Spanish: "doesn't work") quoted in an English request is a string to add, not a complaint.
+    assert "rule:still" not in shape('add the label "no funciona" to the es locale file, next to the other strings')
+    assert "rule:still" in shape("la página de inicio no funciona con este cambio")
+    assert "rule:still" not in shape("füge bitte einen neuen Endpunkt für die Benutzerliste hinzu")
