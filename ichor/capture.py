@@ -59,6 +59,7 @@ class Capture:
 
     pair: NewPair
     detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
+    said: str = ""  # all the assistant wrote in the rejected turn, cut and scrubbed, when the detector decided
 
 
 @dataclass
@@ -208,7 +209,11 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     kind, label, detected = _classify(pending, threshold, model_path)
     if kind is None:
         return None
-    return Capture(_pair(kind, label, pending), detected)
+    pair = _pair(kind, label, pending)
+    if not detected:
+        return Capture(pair)
+    said = pending.last.said
+    return Capture(pair, True, scrub(_cut(said)).text if said and said != pending.last.answer else pair.rejected)
 
 
 def detection_window(pending: Pending) -> Window:

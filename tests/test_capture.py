@@ -2,6 +2,7 @@
 
 from ichor.capture import MAX_CHARS, PROMPT_MESSAGES, Tracker, Turn, capture, detection_window, turn_text
 from ichor.detect_features import features
+from ichor.hermes.confirmation import window_of
 
 ASK = "list the files in this folder"
 CORRECTION = "no, make it human readable and sorted by size"
@@ -241,9 +242,26 @@ def test_the_detector_reads_the_whole_turn_and_the_pair_keeps_its_final_answer()
         assert "pa_edited" in features(window)
         captured = capture(pending)
         assert captured is not None and (captured.pair.rejected, captured.pair.kind) == ("Done.", "correction")
+        assert window_of(captured).prev_assistant == window.prev_assistant  # stage 2 and its fallback read it too
 
 
 def test_turn_text_ends_with_the_final_answer_once():
     assert turn_text(["let me look", "  ", "ls"], "ls") == "let me look\n\nls"
     assert turn_text([], "ls") == "ls"
     assert turn_text(["let me look"], "ls") == "let me look\n\nls"
+
+
+def test_what_stage_two_reads_of_the_whole_turn_is_scrubbed():
+    key = "sk-" + "a1B2c3D4e5" * 4
+    first = history("deploy it") + [
+        {"role": "assistant", "content": f"I've updated .env with OPENAI_API_KEY={key}", "tool_calls": [{"id": "1"}]},
+        {"role": "tool", "content": "ok"},
+        {"role": "assistant", "content": "Deployed."},
+    ]
+    second = first + [
+        {"role": "user", "content": "no, that is wrong, it still fails"},
+        {"role": "assistant", "content": "x"},
+    ]
+    captured = Tracker().observe(Turn("s", "cli", "no, that is wrong, it still fails", "x", second))
+    assert captured is not None and captured.detected
+    assert "I've updated .env" in captured.said and key not in captured.said

@@ -135,9 +135,9 @@ class IchorPlugin:
             model = settings.get(store, "confirm_model")
         if captured.detected and confirming:
             decided = functools.partial(self.post_llm_call_confirmed, captured.pair)
-            self._track(confirm_in_background(llm, model, captured.pair, decided, refitted))
+            self._track(confirm_in_background(llm, model, captured, decided, refitted))
             return
-        if captured.detected and llm is not None and not standalone(captured.pair, refitted):
+        if captured.detected and llm is not None and not standalone(captured, refitted):
             return  # a candidate only, and nothing will confirm it
         self.keep(captured.pair)
 

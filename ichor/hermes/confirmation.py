@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from .. import confirm
-from ..store import NewPair
+from ..capture import Capture
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -47,22 +47,24 @@ def host_complete(llm, model: str | None) -> confirm.CompleteFn:
     return complete
 
 
-def window_of(pair: NewPair) -> confirm.Window:
-    """The scrubbed exchange a captured pair holds, as stage 2 reads it."""
+def window_of(captured: Capture) -> confirm.Window:
+    """The scrubbed exchange as the detector read it: the previous request, all the assistant wrote in that
+    turn (the pair keeps only its final answer), the new message and the new answer."""
+    pair = captured.pair
     prev_user = pair.prompt[-1]["content"] if pair.prompt else ""
-    return confirm.Window(prev_user, pair.rejected, pair.user_said, pair.accepted)
+    return confirm.Window(prev_user, captured.said or pair.rejected, pair.user_said, pair.accepted)
 
 
-def standalone(pair: NewPair, model_path=None) -> bool:
+def standalone(captured: Capture, model_path=None) -> bool:
     """Stage 1's decision at its standalone point, for a candidate that no model will confirm."""
-    return confirm.stage1(window_of(pair), "standalone", model_path).is_correction
+    return confirm.stage1(window_of(captured), "standalone", model_path).is_correction
 
 
 def confirm_in_background(
-    llm, model: str | None, pair: NewPair, decided: Callable[[confirm.Decision], None], model_path=None
+    llm, model: str | None, captured: Capture, decided: Callable[[confirm.Decision], None], model_path=None
 ) -> threading.Thread:
-    """Confirm ``pair`` on a worker thread and hand the decision to ``decided`` there."""
-    window = window_of(pair)
+    """Confirm a captured candidate on a worker thread and hand the decision to ``decided`` there."""
+    window = window_of(captured)
 
     def work() -> None:
         try:
