@@ -119,7 +119,7 @@ def turn_text(texts: list[str], answer: str) -> str:
     texts = [t.strip() for t in texts if t.strip()]
     if answer.strip() and (not texts or not same_answer(texts[-1], answer)):
         texts.append(answer.strip())
-    return "\n\n".join(texts)
+    return "\n\n".join(texts)[:MAX_CHARS]  # the detector reads no more
 
 
 def split_last_turn(history: list[tuple[str, str]]) -> list[tuple[str, str]]:
