@@ -41,7 +41,7 @@ from .detect_text import (
     tokens,
     with_compounds,
 )
-from .language import language_group
+from .language import foreign
 
 # Word classes of the user's message and of the start of the new answer.  Classes generalise across
 # logs far better than raw phrases, which is what the learned layer mostly weighs.
@@ -86,11 +86,6 @@ def _classes(toks: list[str], table: dict, translated: dict | None = None) -> di
             if (translated is not None and t in translated[name]) or rx.fullmatch(t):
                 counts[name] = counts.get(name, 0) + 1
     return counts
-
-
-def foreign(text: str) -> bool:
-    """Translated classes apply only to non-English text: some of their words are English words or names."""
-    return language_group(text) == "non-English"
 
 
 FAMILIES = ("words", "shape", "reply")

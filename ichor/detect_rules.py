@@ -15,7 +15,7 @@ from functools import lru_cache
 from importlib import resources
 
 from .detect_text import ASSISTANT_HEAD, HAN_KANA, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
-from .language import language_group
+from .language import foreign
 
 _BARE = re.compile(
     r"(?:y|n|yes|yeah|yep|yup|no|nope|nah|ok|okay|k|sure|go ahead|do it|please do|proceed|"
@@ -203,23 +203,23 @@ _QUESTION_ABOUT = re.compile(r"^(?:what|how|why|where|when|which|who|can you|cou
 def rule_hits(w: Window) -> tuple[str, ...]:
     user = w.user[:USER_HEAD].lower()
     head = user[:160]
-    said = _TRANSLATED_RULES if language_group(w.user) == "non-English" else None
+    translated = _TRANSLATED_RULES if foreign(w.user) else None
     hits = []
     if bare_reply(normalise(w.user)):
         hits.append("bare")
     if (_OPENER.search(head) and not (_NO.search(head) and asks_question(w.prev_assistant))) or (
-        said and said["opener"].starts(head)
+        translated and translated["opener"].starts(head)
     ):
         hits.append("opener")
-    if _STILL.search(user) or (said and said["still"].search(user)):
+    if _STILL.search(user) or (translated and translated["still"].search(user)):
         hits.append("still")
-    if len(user) < 300 and (_REDIRECT.search(user) or (said and said["redirect"].search(user))):
+    if len(user) < 300 and (_REDIRECT.search(user) or (translated and translated["redirect"].search(user))):
         hits.append("redirect")
-    if _reported_failure(w) or _failure_in_words(w, said["failure_report"] if said else None):
+    if _reported_failure(w) or _failure_in_words(w, translated["failure_report"] if translated else None):
         hits.append("failure")
     if (
         _COMPLAINT.search(user[:300])
-        or (said and said["complaint"].search(user[:300]))
+        or (translated and translated["complaint"].search(user[:300]))
         or (len(user) < 200 and _EMPHATIC.search(w.user[:200]))
     ):
         hits.append("complaint")

@@ -15,6 +15,12 @@ _ENGLISH = frozenset(_LISTS["en"])
 _OTHER = frozenset(w for lang, words in _LISTS.items() if lang != "en" for w in words)
 
 
+def foreign(text: str) -> bool:
+    """Whether a text is not English: where the translated word classes and rule phrases apply (some of their
+    words are English words or names)."""
+    return language_group(text) == "non-English"
+
+
 def language_group(text: str) -> str:
     """ "English" or "non-English", from the script and a count of common function words of the message's head."""
     head = (text or "")[:600]
