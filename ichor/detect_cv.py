@@ -12,7 +12,8 @@ With ``--written FILES`` (``data/written/*.jsonl``), windows written for trainin
 their weight is chosen inside with the regularisation; they are never scored.  The shipped ``no_reply`` model's
 figures are ``--variant no_reply --written data/written/s*.jsonl``; ``--variant chosen`` (same ``--written``) makes,
 inside each outer fold, the choice the shipped model for windows with a reply makes between reading the reply
-and not (``detect_fit.SLOT_PROCEDURES``).
+and not (``detect_fit.SLOT_PROCEDURES``).  With ``--hold-out-slices`` the outer folds are the kinds of
+conversation instead: each kind is scored by a model that saw none of it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import sys
 from pathlib import Path
 
 from . import detect_fit as F
-from .evaluate import grouped_blocks
+from .evaluate import grouped_blocks, slice_of
 
 # The choice the shipped model for windows with a reply makes (``detect_fit.SLOT_PROCEDURES``), inside each fold.
 CHOSEN = "chosen"
@@ -40,13 +41,20 @@ def nested_cv(
     return nested_choice(rows, [F.Procedure(variant, grid, written)], outer_folds)
 
 
-def nested_choice(rows: list[dict], procedures: list[F.Procedure], outer_folds: int = 10) -> dict:
-    """``nested_cv`` where each outer fold keeps the procedure whose inner grouped-CV F1 is best."""
+def slice_folds(rows: list[dict]) -> list[list[int]]:
+    """Outer folds that each hold out one kind of conversation (``evaluate.slice_of``) whole."""
+    kinds = sorted({slice_of(r) for r in rows})
+    return [[i for i, r in enumerate(rows) if slice_of(r) == kind] for kind in kinds]
+
+
+def nested_choice(rows: list[dict], procedures: list[F.Procedure], outer_folds: int = 10, by_slice=False) -> dict:
+    """``nested_cv`` where each outer fold keeps the procedure whose inner grouped-CV F1 is best; ``by_slice``:
+    the outer folds are the kinds of conversation, each scored by a model that saw none of its kind."""
     y, groups, forced = F.labels(rows), [F.source_of(r) for r in rows], F.gated(rows)
     ids = {p.variant: F.featurise(rows, p.variant) for p in procedures}
     scores, points = [0.0] * len(rows), {"standalone": [False] * len(rows), "candidate": [False] * len(rows)}
     chosen = []
-    for test in F.group_folds(groups, outer_folds):
+    for test in slice_folds(rows) if by_slice else F.group_folds(groups, outer_folds):
         held = set(test)
         tr = [i for i in range(len(rows)) if i not in held]
         f1, p, cfg, thresholds = F.best_procedure(procedures, ids, y, groups, forced, tr)
@@ -124,6 +132,11 @@ def main(argv=None) -> int:
         help=f"the written windows' weights to choose among (default {' '.join(map(str, F.WRITTEN_WEIGHTS))})",
     )
     parser.add_argument(
+        "--hold-out-slices",
+        action="store_true",
+        help=f"outer folds are the kinds of conversation, each held out whole ({CHOSEN} only)",
+    )
+    parser.add_argument(
         "--written-without-replies",
         action="store_true",
         help="leave the written windows' replies out of their features (they were written knowing the label)",
@@ -131,8 +144,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     rows, written = F.rows_or_exit(parser, args.data), F.rows_or_exit(parser, args.written)
     grid = grid_of(parser, args, written)
+    if args.hold_out_slices and args.variant != CHOSEN:
+        parser.exit(2, f"error: --hold-out-slices goes with --variant {CHOSEN}\n")
     if args.variant == CHOSEN:
-        result = nested_choice(rows, F.slot_procedures("reply", written), args.outer_folds)
+        result = nested_choice(rows, F.slot_procedures("reply", written), args.outer_folds, args.hold_out_slices)
     else:
         result = nested_cv(rows, args.variant, grid, args.outer_folds, written, not args.written_without_replies)
     figures = report(rows, result)

@@ -371,3 +371,19 @@ def test_crossenc_without_its_weights_is_one_line(tmp_path, monkeypatch, capsys)
         detect_crossenc.main(["--data", str(data)])
     err = capsys.readouterr().err
     assert stop.value.code == 2 and err.startswith("error: all-MiniLM-L6-v2 not found") and err.count("\n") == 1
+
+
+def test_holding_out_slices_scores_each_kind_with_a_model_that_saw_none_of_it():
+    pytest.importorskip("sklearn", reason="fitting needs the fit extra")
+    from ichor import detect_cv, detect_fit
+    from ichor.evaluate import slice_of
+
+    rows = _synthetic_rows(repos=8)
+    for i, row in enumerate(rows):
+        row["id"] = f"l5-{i:04d}" if row["source"] < "owner/repo4" else f"l1-{i:04d}"  # four repositories each
+    folds = detect_cv.slice_folds(rows)
+    assert sorted(i for fold in folds for i in fold) == list(range(len(rows)))
+    assert [{slice_of(rows[i]) for i in fold} for fold in folds] == [{"agent transcripts"}, {"aider logs"}]
+    procedures = [detect_fit.Procedure("no_reply", detect_fit.Grid(c=(1.0,), inner_folds=2))]
+    result = detect_cv.nested_choice(rows, procedures, by_slice=True)
+    assert len(result["folds"]) == 2 and all(0.0 < s < 1.0 for s in result["scores"])
