@@ -12,9 +12,7 @@ Three families, all binary and named by strings so the shipped weights are a rea
 
 from __future__ import annotations
 
-import json
 import re
-from importlib import resources
 
 from .detect_rules import (
     _ERROR_WORD,
@@ -42,6 +40,7 @@ from .detect_text import (
     with_compounds,
 )
 from .language import foreign
+from .package_data import load_json
 
 # Word classes of the user's message and of the start of the new answer.  Classes generalise across
 # logs far better than raw phrases, which is what the learned layer mostly weighs.
@@ -72,7 +71,7 @@ _ANSWER_LEXICON = {
 _LEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _LEXICON.items()}
 _ALEX_RE = {k: re.compile(r"(?:" + v + r")") for k, v in _ANSWER_LEXICON.items()}
 # The same classes in 17 other languages (written from the English lists alone, see docs/detector-experiments.md).
-_I18N = json.loads(resources.files("ichor").joinpath("data/lexicon_i18n.json").read_text(encoding="utf-8"))
+_I18N = load_json("lexicon_i18n.json")
 _ANSWER_I18N = {"ack": "ack", "fix": "afix", "new": "anew", "see": "see"}
 _LEX_WORDS = {k: frozenset(w for ws in _I18N[k].values() for w in ws) for k in _LEXICON}
 _ALEX_WORDS = {k: frozenset(w for ws in _I18N[v].values() for w in ws) for k, v in _ANSWER_I18N.items()}

@@ -8,14 +8,13 @@ quantifiers, so each runs in time linear in that bounded head.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
-from importlib import resources
 
 from .detect_text import ASSISTANT_HEAD, HAN_KANA, PREV_HEAD, USER_HEAD, Window, jaccard, normalise, tokens
 from .language import foreign
+from .package_data import load_json
 
 _BARE = re.compile(
     r"(?:y|n|yes|yeah|yep|yup|no|nope|nah|ok|okay|k|sure|go ahead|do it|please do|proceed|"
@@ -148,16 +147,12 @@ class PhraseSet:
         return lead <= 3 and text[lead:].startswith(self.starters)
 
 
-def _phrases(name: str) -> dict:
-    return json.loads(resources.files("ichor").joinpath(f"data/{name}.json").read_text(encoding="utf-8"))
-
-
 _EDIT_BLOCK = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
 # How agents report an edit in prose or a tool display ("i've updated", "⏺ update(", "已修改"), written from
 # how they write, not from the data (docs/edit_reports_brief.md).
-_EDIT_REPORTS = PhraseSet(_phrases("edit_reports"))
+_EDIT_REPORTS = PhraseSet(load_json("edit_reports.json"))
 # The rules' phrases in 16 more languages, for non-English messages (docs/rule_phrases_brief.md).
-_TRANSLATED_RULES = {rule: PhraseSet(by_language) for rule, by_language in _phrases("rule_phrases").items()}
+_TRANSLATED_RULES = {rule: PhraseSet(by_language) for rule, by_language in load_json("rule_phrases.json").items()}
 
 
 @lru_cache(maxsize=64)

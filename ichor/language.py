@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
-from importlib import resources
+
+from .package_data import load_json
 
 _NON_LATIN = re.compile(r"[\u0400-\u04ff\u0590-\u06ff\u0e00-\u0e7f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _WORDS = re.compile(r"[^\W\d_]{1,20}")
 # Function words of English and 14 Latin-script languages, written from the languages alone, leaving out
 # words common in English or code (docs/function_words_brief.md).
-_LISTS = json.loads(resources.files("ichor").joinpath("data/function_words.json").read_text(encoding="utf-8"))
+_LISTS = load_json("function_words.json")
 _ENGLISH = frozenset(_LISTS["en"])
 _OTHER = frozenset(w for lang, words in _LISTS.items() if lang != "en" for w in words)
 
