@@ -60,6 +60,7 @@ class Capture:
     pair: NewPair
     detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
     said: str = ""  # all the assistant wrote in the rejected turn, cut and scrubbed, when the detector decided
+    # and it is more than the final answer (``pair.rejected``)
 
 
 @dataclass
@@ -209,11 +210,9 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     kind, label, detected = _classify(pending, threshold, model_path)
     if kind is None:
         return None
-    pair = _pair(kind, label, pending)
-    if not detected:
-        return Capture(pair)
-    said = pending.last.said
-    return Capture(pair, True, scrub(_cut(said)).text if said and said != pending.last.answer else pair.rejected)
+    pair, said = _pair(kind, label, pending), pending.last.said
+    narrated = detected and said and said != pending.last.answer
+    return Capture(pair, detected, scrub(_cut(said)).text if narrated else "")
 
 
 def detection_window(pending: Pending) -> Window:
