@@ -18,7 +18,6 @@ from .detect_rules import (
     _ERROR_WORD,
     _QUESTION_ABOUT,
     asks_question,
-    translated_yes_no,
     code_overlap,
     containment,
     content_words,
@@ -215,7 +214,7 @@ def shape_features(w: Window, u_toks: list[str]) -> list[str]:
     feats.append("script:" + _script(head))
     if asks_question(w.prev_assistant):
         feats.append("pa_asked")
-        if (u_toks and u_toks[0] in ("no", "yes", "yeah", "ok", "okay", "sure", "y", "n")) or translated_yes_no(w.user):
+        if u_toks and u_toks[0] in ("no", "yes", "yeah", "ok", "okay", "sure", "y", "n"):
             feats.append("pa_asked_answered")
     return feats
 

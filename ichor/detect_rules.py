@@ -36,7 +36,7 @@ def bare_reply(user_norm: str) -> bool:
     if len(core) > 40:
         return False
     core = re.sub(r"^(?:\d+ )", "", core)  # dialogue logs number their turns
-    return bool(_BARE.fullmatch(core) or _THANKS.fullmatch(core)) or core in _TRANSLATED_BARE
+    return bool(_BARE.fullmatch(core) or _THANKS.fullmatch(core))
 
 
 def unchanged_answer(w: Window) -> bool:
@@ -109,13 +109,6 @@ _ASKED_FOR_OUTPUT = re.compile(
     r"console|"
     r"stack|terminal)"
 )
-
-
-def asked_for_output(answer: str) -> bool:
-    """Whether the answer ended by asking for the log or error text."""
-    tail = answer[-400:].lower()
-    return bool(_ASKED_FOR_OUTPUT.search(tail)) or (foreign(tail) and _TRANSLATED_ASKED["asked_for_output"].search(tail))
-
 _WORD = re.compile(r"\w+")
 
 
@@ -160,17 +153,6 @@ _EDIT_BLOCK = re.compile(r"```|<<<<<<<|>>>>>>>|\bSEARCH\b|\bREPLACE\b|<source>")
 _EDIT_REPORTS = PhraseSet(load_json("edit_reports.json"))
 # The rules' phrases in 16 more languages, for non-English messages (docs/rule_phrases_brief.md).
 _TRANSLATED_RULES = {rule: PhraseSet(by_language) for rule, by_language in load_json("rule_phrases.json").items()}
-# Replies to the assistant and its questions in 16 more languages (docs/asked_phrases_brief.md): bare replies
-# and yes/no words are their own evidence of the language; offers and requests for output need a non-English answer.
-_ASKED_PHRASES = load_json("asked_phrases.json")
-_TRANSLATED_BARE = frozenset(p for phrases in _ASKED_PHRASES["bare"].values() for p in phrases)
-_TRANSLATED_YES_NO = frozenset(
-    p for lang, phrases in _ASKED_PHRASES["yes_no"].items() if lang not in PhraseSet.UNSPACED for p in phrases
-)
-_TRANSLATED_YES_NO_UNSPACED = tuple(
-    p for lang, phrases in _ASKED_PHRASES["yes_no"].items() if lang in PhraseSet.UNSPACED for p in phrases
-)
-_TRANSLATED_ASKED = {key: PhraseSet(_ASKED_PHRASES[key]) for key in ("offer", "asked_for_output")}
 
 
 @lru_cache(maxsize=64)
@@ -291,7 +273,7 @@ def _failure_in_words(w: Window, translated: PhraseSet | None = None) -> bool:
     """
     head = w.user[:200]
     prev = w.prev_assistant[:PREV_HEAD]
-    if not edited_code(prev) or asked_for_output(prev):
+    if not edited_code(prev) or _ASKED_FOR_OUTPUT.search(prev[-400:].lower()):
         return False
     if _FAILURE_REPORT.search(head.lower()) or (translated is not None and translated.search(head.lower())):
         return True
@@ -399,14 +381,5 @@ _OFFER = re.compile(
 
 def asks_question(text: str) -> bool:
     """Does the answer end by asking the user something (so a bare "no" is a reply, not a rejection)?"""
-    tail = text.rstrip()[-160:].lower()
-    if "?" in tail or "\uff1f" in tail or _OFFER.search(tail):
-        return True
-    return foreign(tail) and _TRANSLATED_ASKED["offer"].search(tail)
-
-
-def translated_yes_no(user: str) -> bool:
-    """Whether a message opens with a yes or no word of one of 16 more languages."""
-    head = user[:40].lower().lstrip(_TRIM + " \n\t")
-    first = _WORD.match(head)
-    return bool(first and first.group() in _TRANSLATED_YES_NO) or head.startswith(_TRANSLATED_YES_NO_UNSPACED)
+    tail = text.rstrip()[-160:]
+    return "?" in tail or bool(_OFFER.search(tail.lower()))
