@@ -234,6 +234,7 @@ def clear_caches() -> None:
     rule_hits.cache_clear()
     edited_code.cache_clear()
     content_words.cache_clear()
+    foreign.cache_clear()
 
 
 def reply_rule_hits(w: Window) -> tuple[str, ...]:

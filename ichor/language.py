@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from .package_data import load_json
 
@@ -15,6 +16,8 @@ _ENGLISH = frozenset(_LISTS["en"])
 _OTHER = frozenset(w for lang, words in _LISTS.items() if lang != "en" for w in words)
 
 
+# The rules and the word classes both ask of the same message: answer once.
+@lru_cache(maxsize=16)
 def foreign(text: str) -> bool:
     """Whether a text is not English: where the translated word classes and rule phrases apply (some of their
     words are English words or names)."""
