@@ -6,7 +6,8 @@ Outer folds hold out whole repositories.  Inside each outer training part, ``det
 the regularisation, the feature cut and both thresholds by its own grouped CV; the model fitted on
 that part then scores the held-out repositories.  The pooled held-out decisions are reported overall,
 per slice (aider logs, agent transcripts, dialogue) and per language group of the user's message,
-with 95% Wilson intervals.  Nothing reported here was fitted or chosen on the windows it is scored on.
+with 95% Wilson intervals for precision and recall and, for F1, a 95% interval from resampling whole
+repositories (``evaluate.f1_interval``).  Nothing reported here was fitted or chosen on the windows it is scored on.
 
 With ``--written FILES`` (``data/written/*.jsonl``), windows written for training join every training part and
 their weight is chosen inside with the regularisation; they are never scored.  The shipped ``no_reply`` model's
@@ -76,18 +77,28 @@ def _cell(r: dict) -> str:
     return f"{r['value']:.2f} [{r['lo']:.2f}–{r['hi']:.2f}]"
 
 
+def f1_cell(b: dict) -> str:
+    """F1 and its interval over repositories; a group of too few repositories has none, and says so."""
+    interval = b.get("f1_interval")
+    if interval is None:
+        sources = b.get("sources")
+        return f"{b['f1']:.2f} (no interval: {'one repository' if sources == 1 else f'{sources} repositories'})"
+    return f"{b['f1']:.2f} [{interval[0]:.2f}–{interval[1]:.2f}]"
+
+
 def markdown(figures: dict) -> str:
     lines = []
     for point, blocks in figures.items():
         lines += [
             f"\n**{point}**\n",
-            "| windows | n | positives | precision [95% CI] | recall [95% CI] | F1 |",
-            "|---|---|---|---|---|---|",
+            "| windows | n | positives | repositories | precision [95% CI] | recall [95% CI] | F1 [95% CI] |",
+            "|---|---|---|---|---|---|---|",
         ]
         for name, b in blocks.items():
             pos = b["tp"] + b["fn"]
             lines.append(
-                f"| {name} | {b['n']} | {pos} | {_cell(b['precision'])} | {_cell(b['recall'])} | {b['f1']:.2f} |"
+                f"| {name} | {b['n']} | {pos} | {b.get('sources', '?')} | {_cell(b['precision'])} "
+                f"| {_cell(b['recall'])} | {f1_cell(b)} |"
             )
     return "\n".join(lines)
 

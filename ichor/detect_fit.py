@@ -27,6 +27,7 @@ from . import detect_model
 from .detect import gate
 from .detect_features import features
 from .detect_text import Window
+from .evaluate import source_of
 
 # Character n-grams were measured too and did not add to word n-grams out of source; they cost 3x the time.
 VARIANTS = {"reply": ("words", "shape", "reply"), "no_reply": ("words", "shape")}
@@ -121,11 +122,6 @@ def load_rows(*paths: str | Path) -> list[dict]:
                     except ValueError as exc:
                         raise ValueError(f"{path}:{n}: not JSON ({exc})") from None
     return rows
-
-
-def source_of(row: dict) -> str:
-    """The repository a window was cut from: the grouping unit of every split."""
-    return str(row.get("source", "")).split("@", 1)[0]
 
 
 def written_source(row: dict) -> str:

@@ -7,7 +7,8 @@ gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when `
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+import random
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .detect import detect
@@ -39,15 +40,14 @@ def _ratio(k: int, n: int) -> dict:
     return {"value": k / n if n else 0.0, "k": k, "n": n, "lo": lo, "hi": hi}
 
 
-def _f1(precision: dict, recall: dict) -> float:
-    p, r = precision["value"], recall["value"]
-    return 2 * p * r / (p + r) if p + r else 0.0
+def f1_of(tp: int, fp: int, fn: int) -> float:
+    return 2 * tp / (2 * tp + fp + fn) if tp else 0.0
 
 
 def _block(tp: int, fp: int, fn: int, tn: int | None = None) -> dict:
     precision = _ratio(tp, tp + fp)
     recall = _ratio(tp, tp + fn)
-    block = {"precision": precision, "recall": recall, "f1": _f1(precision, recall), "tp": tp, "fp": fp, "fn": fn}
+    block = {"precision": precision, "recall": recall, "f1": f1_of(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn}
     if tn is not None:
         block["tn"] = tn
     return block
@@ -103,20 +103,80 @@ def slice_of(row: dict) -> str:
     return "aider logs"
 
 
+def group_names(row: dict) -> tuple[str, str, str]:
+    """The groups a window is reported in: all, its slice, and the language group of the user's message."""
+    return ("all", slice_of(row), language_group(row.get("user", "")))
+
+
 def grouped_blocks(rows: list[dict], predicted: list[bool]) -> dict[str, dict]:
-    """Precision/recall blocks overall, per slice and per language group of the user's message."""
-    groups: dict[str, list[tuple[bool, bool]]] = {"all": []}
-    for row, pred in zip(rows, predicted, strict=True):
-        gold = gold_kind(row) != "none"
-        for name in ("all", slice_of(row), language_group(row.get("user", ""))):
-            groups.setdefault(name, []).append((gold, pred))
+    """Precision/recall blocks overall, per slice and per language group of the user's message, each with
+    its F1's interval over repositories (``f1_interval``)."""
+    groups: dict[str, list[int]] = {"all": []}
+    for i, row in enumerate(rows):
+        for name in group_names(row):
+            groups.setdefault(name, []).append(i)
     out = {}
-    for name, pairs in groups.items():
-        tp = sum(g and p for g, p in pairs)
-        fp = sum(p and not g for g, p in pairs)
-        fn = sum(g and not p for g, p in pairs)
-        out[name] = dict(_block(tp, fp, fn, len(pairs) - tp - fp - fn), n=len(pairs))
+    for name, members in groups.items():
+        counts = counts_by_source([rows[i] for i in members], [predicted[i] for i in members])
+        tp, fp, fn = (sum(c[j] for c in counts.values()) for j in range(3))
+        block = _block(tp, fp, fn, len(members) - tp - fp - fn)
+        out[name] = dict(block, n=len(members), sources=len(counts), f1_interval=f1_interval(list(counts.values())))
     return out
+
+
+# ------------------------------------------------------------------------- F1 intervals
+
+BOOTSTRAP_RESAMPLES = 2000
+# Under this many repositories, resampling them says little about another set of repositories: no interval.
+MIN_SOURCES = 10
+
+
+def source_of(row: dict) -> str:
+    """The repository a window was cut from (its ``source`` up to "@"): the unit every split holds out."""
+    return str(row.get("source", "")).split("@", 1)[0]
+
+
+def counts_by_source(rows: list[dict], *predicted: Sequence[bool]) -> dict[str, tuple[int, ...]]:
+    """(TP, FP, FN) of each set of decisions, per repository; a window without a source is its own."""
+    counts: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        gold = gold_kind(row) != "none"
+        mine = counts.setdefault(source_of(row) or f"#{i}", [0] * (3 * len(predicted)))
+        for j, decided in enumerate(predicted):
+            mine[3 * j] += gold and decided[i]
+            mine[3 * j + 1] += decided[i] and not gold
+            mine[3 * j + 2] += gold and not decided[i]
+    return {source: tuple(c) for source, c in counts.items()}
+
+
+def bootstrap(per_source: list[tuple[int, ...]], statistic: Callable[[list[int]], float], seed: int = 0):
+    """95% percentile interval of ``statistic`` of the summed counts when whole repositories are resampled
+    (the unit the folds hold out, so windows of one log are not counted as independent); None under
+    ``MIN_SOURCES`` repositories."""
+    if len(per_source) < MIN_SOURCES:
+        return None
+    rng = random.Random(seed)
+    width = len(per_source[0])
+    values = []
+    for _ in range(BOOTSTRAP_RESAMPLES):
+        sums = [0] * width
+        for counts in rng.choices(per_source, k=len(per_source)):
+            for j in range(width):
+                sums[j] += counts[j]
+        values.append(statistic(sums))
+    values.sort()
+    return (values[int(0.025 * BOOTSTRAP_RESAMPLES)], values[int(0.975 * BOOTSTRAP_RESAMPLES) - 1])
+
+
+def f1_interval(per_source: list[tuple[int, ...]]):
+    """F1's 95% interval over repositories, from each repository's (TP, FP, FN)."""
+    return bootstrap(per_source, lambda c: f1_of(c[0], c[1], c[2]))
+
+
+def f1_difference_interval(per_source: list[tuple[int, ...]]):
+    """The 95% interval of F1(b) − F1(a), the same repositories resampled for both, from each repository's
+    (TP, FP, FN) of a then of b."""
+    return bootstrap(per_source, lambda c: f1_of(c[3], c[4], c[5]) - f1_of(c[0], c[1], c[2]))
 
 
 # ------------------------------------------------------------------------------- with stage 2

@@ -3,7 +3,17 @@ import json
 import pytest
 
 from ichor.detect import Detection
-from ichor.evaluate import evaluate, format_report, grouped_blocks, slice_of, wilson
+from ichor.evaluate import (
+    MIN_SOURCES,
+    counts_by_source,
+    evaluate,
+    f1_difference_interval,
+    f1_interval,
+    format_report,
+    grouped_blocks,
+    slice_of,
+    wilson,
+)
 from ichor.language import language_group
 from tests.support import shared_data
 
@@ -84,6 +94,62 @@ def test_grouped_blocks_count_each_group():
     assert (blocks["all"]["tp"], blocks["all"]["fp"], blocks["all"]["fn"], blocks["all"]["n"]) == (1, 1, 1, 3)
     assert (blocks["agent transcripts"]["fn"], blocks["agent transcripts"]["fp"]) == (1, 1)
     assert blocks["non-English"]["n"] == 1 and blocks["aider logs"]["recall"]["value"] == 1.0
+
+
+def _repo_rows(repos: int, per_repo: int = 6) -> list[dict]:
+    """Windows of ``repos`` repositories, half of each positive."""
+    return [
+        {"source": f"o/r{r}@c:f", "user": "u", "kind": "correction" if i % 2 else "none"}
+        for r in range(repos)
+        for i in range(per_repo)
+    ]
+
+
+def test_f1_interval_holds_the_f1_and_narrows_with_more_repositories():
+    def interval(repos):
+        rows = _repo_rows(repos)
+        # right on every positive, and a false alarm on one window in six: F1 0.857 in every repository
+        decided = [r["kind"] == "correction" or i % 6 == 0 for i, r in enumerate(rows)]
+        blocks = grouped_blocks(rows, decided)["all"]
+        assert blocks["sources"] == repos
+        return blocks["f1"], blocks["f1_interval"]
+
+    f1, (lo, hi) = interval(12)
+    assert lo <= f1 <= hi and lo == hi == pytest.approx(6 / 7)  # every repository the same: no spread
+    rows = _repo_rows(40)
+    decided = [r["kind"] == "correction" and (i // 6) % 3 != 0 for i, r in enumerate(rows)]  # a third of logs missed
+    few = f1_interval(list(counts_by_source(rows[:60], decided[:60]).values()))
+    many = f1_interval(list(counts_by_source(rows, decided).values()))
+    assert few[0] < few[1] and many[1] - many[0] < few[1] - few[0]
+
+
+def test_no_f1_interval_under_the_minimum_of_repositories():
+    rows = _repo_rows(MIN_SOURCES - 1)
+    assert grouped_blocks(rows, [True] * len(rows))["all"]["f1_interval"] is None
+    # windows without a source are each their own: a user's own history still gets an interval
+    unsourced = [{"user": "u", "kind": "correction" if i % 2 else "none"} for i in range(30)]
+    block = grouped_blocks(unsourced, [i % 3 != 0 for i in range(30)])["all"]
+    assert block["sources"] == 30 and block["f1_interval"] is not None
+
+
+def test_nested_cv_tables_show_the_f1_interval_or_say_why_there_is_none():
+    from ichor.detect_cv import markdown
+
+    rows = _repo_rows(12) + [{"source": "chat#turn1", "user": "u", "kind": "correction"}]
+    table = markdown({"standalone": grouped_blocks(rows, [r["kind"] == "correction" for r in rows])})
+    assert "| all | 73 | 37 | 13 |" in table and "| 1.00 [1.00–1.00] |" in table
+    assert "| dialogue | 1 | 1 | 1 |" in table and "1.00 (no interval: one repository) |" in table
+
+
+def test_f1_difference_is_zero_for_the_same_decisions_and_above_zero_for_a_better_run():
+    rows = _repo_rows(30)
+    worse = [r["kind"] == "correction" and i % 4 != 1 for i, r in enumerate(rows)]
+    better = [r["kind"] == "correction" for r in rows]
+    assert f1_difference_interval(list(counts_by_source(rows, worse, worse).values())) == (0.0, 0.0)
+    lo, hi = f1_difference_interval(list(counts_by_source(rows, worse, better).values()))
+    assert 0 < lo <= hi
+    lo, hi = f1_difference_interval(list(counts_by_source(rows, better, worse).values()))
+    assert lo <= hi < 0
 
 
 def test_candidate_threshold_keeps_the_recall_asked_for():
