@@ -55,6 +55,7 @@ def _block(tp: int, fp: int, fn: int, tn: int | None = None) -> dict:
 
 def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     """Overall (is_correction) and per-kind metrics of ``detector`` on labelled rows."""
+    rows = list(rows)
     pairs = []
     for row in rows:
         got = detector(row.get("prev_user"), row.get("prev_assistant"), row.get("user"), row.get("assistant"))
@@ -64,6 +65,8 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     fn = sum(g != "none" and p == "none" for g, p in pairs)
     tn = sum(g == "none" and p == "none" for g, p in pairs)
     metrics: dict[str, Any] = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
+    by_source = counts_by_source(rows, [p != "none" for _, p in pairs])
+    metrics["overall"].update(sources=len(by_source), f1_interval=f1_interval(list(by_source.values())))
     for kind in POSITIVE_KINDS:
         k_tp = sum(g == kind and p == kind for g, p in pairs)
         k_fp = sum(g != kind and p == kind for g, p in pairs)
@@ -86,6 +89,12 @@ def format_report(metrics: dict) -> str:
     rows = [("overall", o)] + list(metrics["kinds"].items())
     for name, block in rows:
         lines.append(f"{name:<12} {_cell(block['precision']):<32} {_cell(block['recall']):<32} {block['f1']:.3f}")
+    interval, sources = o.get("f1_interval"), o.get("sources", 0)
+    if interval:
+        unit = "sources" if sources < metrics["n"] else "windows"
+        lines.append(f"overall f1 95% interval [{interval[0]:.2f}-{interval[1]:.2f}], resampling {sources} {unit}")
+    else:
+        lines.append(f"overall f1: no interval from {sources} sources (fewer than {MIN_SOURCES})")
     return "\n".join(lines)
 
 

@@ -72,6 +72,17 @@ def test_format_report_shows_every_row_with_intervals():
     for word in ("overall", "correction", "retry", "precision", "recall", "[0."):
         assert word in text
     assert "1.000 [0.21-1.00] (1/1)" in text
+    assert "overall f1: no interval from 2 sources (fewer than 10)" in text
+
+
+def test_evaluate_gives_f1_an_interval_over_sources_or_windows():
+    rows = [_row("correction", "correction" if i % 3 else "none") for i in range(20)] + [_row("none", "none")] * 10
+    text = format_report(evaluate(rows, detector=_by_user))
+    assert "overall f1 95% interval [0." in text and "resampling 30 windows" in text
+    sourced = [dict(r, source=f"o/r{i % 12}@c") for i, r in enumerate(rows)]
+    metrics = evaluate(sourced, detector=_by_user)
+    lo, hi = metrics["overall"]["f1_interval"]
+    assert lo < metrics["overall"]["f1"] < hi and "resampling 12 sources" in format_report(metrics)
 
 
 def test_slices_and_language_groups():
