@@ -165,14 +165,10 @@ def bootstrap(per_source: list[tuple[int, ...]], statistic: Callable[[list[int]]
     if len(per_source) < MIN_SOURCES:
         return None
     rng = random.Random(seed)
-    width = len(per_source[0])
     values = []
     for _ in range(BOOTSTRAP_RESAMPLES):
-        sums = [0] * width
-        for counts in rng.choices(per_source, k=len(per_source)):
-            for j in range(width):
-                sums[j] += counts[j]
-        values.append(statistic(sums))
+        sample = rng.choices(per_source, k=len(per_source))
+        values.append(statistic([sum(column) for column in zip(*sample, strict=True)]))
     values.sort()
     return (values[int(0.025 * BOOTSTRAP_RESAMPLES)], values[int(0.975 * BOOTSTRAP_RESAMPLES) - 1])
 
