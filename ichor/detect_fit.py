@@ -27,7 +27,7 @@ from . import detect_model
 from .detect import gate
 from .detect_features import features
 from .detect_text import Window
-from .evaluate import source_of
+from .evaluate import source_hash, source_of
 
 # Character n-grams were measured too and did not add to word n-grams out of source; they cost 3x the time.
 VARIANTS = {"reply": ("words", "shape", "reply"), "no_reply": ("words", "shape")}
@@ -346,6 +346,7 @@ def fit(rows: list[dict], written_rows: Sequence[dict] = (), procedures: dict[st
         "trained_on": {
             "windows": len(rows),
             "repositories": len({source_of(r) for r in rows}),
+            "source_hashes": sorted({source_hash(source_of(r)) for r in rows}),
             "written_windows": len(written_rows),
         },
         "models": {slot: fitted(slot) for slot in SLOT_PROCEDURES},

@@ -6,11 +6,13 @@ gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when `
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from . import detect_model
 from .detect import detect
 from .language import language_group
 
@@ -64,7 +66,8 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     fp = sum(g == "none" and p != "none" for g, p in pairs)
     fn = sum(g != "none" and p == "none" for g, p in pairs)
     tn = sum(g == "none" and p == "none" for g, p in pairs)
-    metrics: dict[str, Any] = {"n": len(pairs), "overall": _block(tp, fp, fn, tn), "kinds": {}}
+    metrics: dict[str, Any] = {"n": len(pairs), "in_sample": seen_in_training(rows), "overall": _block(tp, fp, fn, tn)}
+    metrics["kinds"] = {}
     by_source = counts_by_source(rows, [p != "none" for _, p in pairs])
     metrics["overall"].update(sources=len(by_source), f1_interval=f1_interval(list(by_source.values())))
     for kind in POSITIVE_KINDS:
@@ -79,10 +82,18 @@ def _cell(ratio: dict) -> str:
     return f"{ratio['value']:.3f} [{ratio['lo']:.2f}-{ratio['hi']:.2f}] ({ratio['k']}/{ratio['n']})"
 
 
+IN_SAMPLE = (
+    "warning: {seen} of {n} windows come from repositories the shipped detector was fitted on: "
+    "figures on them are in-sample, not a measure of quality"
+)
+
+
 def format_report(metrics: dict) -> str:
     """A plain-text table of the metrics."""
     o = metrics["overall"]
-    lines = [
+    seen = metrics.get("in_sample", 0)
+    lines = [IN_SAMPLE.format(seen=seen, n=metrics["n"])] if seen else []
+    lines += [
         f"windows: {metrics['n']}   tp {o['tp']}  fp {o['fp']}  fn {o['fn']}  tn {o.get('tn', 0)}",
         f"{'':<12} {'precision (95% Wilson)':<32} {'recall (95% Wilson)':<32} f1",
     ]
@@ -143,6 +154,17 @@ MIN_SOURCES = 10
 def source_of(row: dict) -> str:
     """The repository a window was cut from (its ``source`` up to "@"): the unit every split holds out."""
     return str(row.get("source", "")).split("@", 1)[0]
+
+
+def source_hash(source: str) -> str:
+    """How the shipped model lists the repositories it was fitted on (their names are not ours to ship)."""
+    return hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+
+
+def seen_in_training(rows: list[dict]) -> int:
+    """How many windows come from a repository the shipped model was fitted on: figures on them are in-sample."""
+    fitted_on = set(detect_model.shipped().get("trained_on", {}).get("source_hashes", ()))
+    return sum(bool(source_of(r)) and source_hash(source_of(r)) in fitted_on for r in rows)
 
 
 def counts_by_source(rows: list[dict], *predicted: Sequence[bool]) -> dict[str, tuple[int, ...]]:

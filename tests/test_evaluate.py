@@ -11,7 +11,9 @@ from ichor.evaluate import (
     f1_interval,
     format_report,
     grouped_blocks,
+    seen_in_training,
     slice_of,
+    source_hash,
     wilson,
 )
 from ichor.language import language_group
@@ -83,6 +85,26 @@ def test_evaluate_gives_f1_an_interval_over_sources_or_windows():
     metrics = evaluate(sourced, detector=_by_user)
     lo, hi = metrics["overall"]["f1_interval"]
     assert lo < metrics["overall"]["f1"] < hi and "resampling 12 sources" in format_report(metrics)
+
+
+def test_windows_from_repositories_the_shipped_model_was_fitted_on_are_flagged_in_sample(monkeypatch):
+    from ichor import detect_model
+
+    fitted = dict(detect_model.shipped(), trained_on={"source_hashes": [source_hash("o/seen")]})
+    monkeypatch.setattr(detect_model, "shipped", lambda: fitted)
+    rows = [_row("correction", "correction"), _row("none", "none")]
+    rows = [dict(rows[0], source="o/seen@abc:log.md"), dict(rows[1], source="o/new@abc:log.md")]
+    metrics = evaluate(rows, detector=_by_user)
+    assert metrics["in_sample"] == 1 == seen_in_training(rows[:1]) and seen_in_training(rows[1:]) == 0
+    assert format_report(metrics).startswith("warning: 1 of 2 windows come from repositories the shipped detector")
+    assert "warning" not in format_report(evaluate(rows[1:], detector=_by_user))
+
+
+def test_the_shipped_model_knows_every_repository_of_the_shared_data_it_was_fitted_on():
+    from ichor.detect_fit import load_rows
+
+    rows = load_rows(shared_data("corrections-dev.jsonl"), shared_data("corrections-more.jsonl"))
+    assert seen_in_training(rows) == len(rows)
 
 
 def test_slices_and_language_groups():
@@ -223,7 +245,9 @@ def test_a_model_for_windows_with_a_reply_is_the_procedure_inner_cv_prefers():
 
     grid = detect_fit.Grid(c=(1.0,), inner_folds=3)
     procedures = {v: detect_fit.Procedure(v, grid) for v in detect_fit.VARIANTS}
-    models = detect_fit.fit(_reply_tells(_synthetic_rows(repos=6)), procedures=procedures)["models"]
+    fitted = detect_fit.fit(_reply_tells(_synthetic_rows(repos=6)), procedures=procedures)
+    assert fitted["trained_on"]["source_hashes"] == sorted(source_hash(f"owner/repo{r}") for r in range(6))
+    models = fitted["models"]
     told_by_reply = models["reply"]
     assert told_by_reply["variant"] == "reply" and "reply" in told_by_reply["families"]
     assert (
