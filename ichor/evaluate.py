@@ -246,13 +246,16 @@ def format_two_stage(report: dict) -> str:
     fallbacks = ", ".join(f"{k} {v}" for k, v in sorted(report["fallbacks"].items())) or "none"
     tokens = report["tokens_per_confirmation"]
     tokens_text = "n/a" if tokens is None else f"{tokens:.0f}" + (" (estimated)" if report["tokens_estimated"] else "")
+    seen = report["stage1"].get("in_sample", 0)
+    warning = [IN_SAMPLE.format(seen=seen, n=report["stage1"]["n"]), ""] if seen else []
     return "\n".join(
-        [
+        warning
+        + [
             "stage 1 alone (standalone point)",
-            format_report(report["stage1"]),
+            format_report(dict(report["stage1"], in_sample=0)),
             "",
             "stage 1 + 2 (candidates confirmed by the model)",
-            format_report(report["stage1+2"]),
+            format_report(dict(report["stage1+2"], in_sample=0)),
             "",
             f"reached stage 2: {_cell(reached)}   fell back to stage 1: {fallbacks}",
             f"tokens per confirmation: {tokens_text}",

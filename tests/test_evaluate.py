@@ -100,6 +100,16 @@ def test_windows_from_repositories_the_shipped_model_was_fitted_on_are_flagged_i
     assert "warning" not in format_report(evaluate(rows[1:], detector=_by_user))
 
 
+def test_the_two_stage_report_warns_of_in_sample_windows_once():
+    from ichor.evaluate import format_two_stage
+
+    stage = dict(evaluate([_row("correction", "correction")], detector=_by_user), in_sample=1)
+    report = {"stage1": stage, "stage1+2": stage, "fallbacks": {}, "tokens_per_confirmation": None}
+    report.update(reached_stage2={"value": 1.0, "k": 1, "n": 1, "lo": 0.21, "hi": 1.0}, tokens_estimated=False)
+    text = format_two_stage(report)
+    assert text.startswith("warning: 1 of 1 windows") and text.count("in-sample") == 1
+
+
 def test_the_shipped_model_knows_every_repository_of_the_shared_data_it_was_fitted_on():
     from ichor.detect_fit import load_rows
 
