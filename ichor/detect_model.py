@@ -13,11 +13,12 @@ import json
 import math
 import zlib
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
+from .package_data import load_json
+
 HASH_BITS = 20
-SHIPPED = "data/detector.json"
+SHIPPED = "detector.json"  # in ichor/data
 _MAPS = ("weights", "precision")  # per-feature maps, keyed by hashed id
 
 
@@ -62,8 +63,7 @@ def dump(model: dict, path: Path) -> None:
 
 @lru_cache(maxsize=1)
 def shipped() -> dict:
-    text = resources.files("ichor").joinpath(SHIPPED).read_text(encoding="utf-8")
-    return parse(json.loads(text))
+    return parse(load_json(SHIPPED))
 
 
 def fingerprint(model: dict) -> str:

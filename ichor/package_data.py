@@ -1,4 +1,4 @@
-"""JSON files shipped in ``ichor/data`` (word and phrase lists), read at import by the modules that use them."""
+"""Files shipped in ``ichor/data`` (the model, word and phrase lists, the scrub catalogue)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,11 @@ import json
 from importlib import resources
 
 
+def read_text(name: str) -> str:
+    """``ichor/data/<name>``, as text."""
+    return resources.files("ichor").joinpath("data", name).read_text(encoding="utf-8")
+
+
 def load_json(name: str):
     """``ichor/data/<name>``, parsed."""
-    return json.loads(resources.files("ichor").joinpath("data", name).read_text(encoding="utf-8"))
+    return json.loads(read_text(name))

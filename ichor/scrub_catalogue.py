@@ -13,8 +13,8 @@ import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from importlib import resources
 
+from .package_data import read_text
 from .scrub_values import kept_value, shannon_entropy
 
 DATA_FILE = "scrub_catalogue.toml"
@@ -301,7 +301,7 @@ def _grouped(names: str) -> str:
 def load(text: str | None = None) -> dict:
     """The parsed data file (its ``catalogue`` header, ``token``, ``named``, ``own`` and ``not_applicable`` rows)."""
     if text is None:
-        text = resources.files("ichor").joinpath("data", DATA_FILE).read_text(encoding="utf-8")
+        text = read_text(DATA_FILE)
     return tomllib.loads(text)
 
 
