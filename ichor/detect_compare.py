@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from . import detect_fit as F
-from .evaluate import counts_by_source, f1_difference_interval, f1_of, group_names
+from .evaluate import column_sums, counts_by_source, f1_difference_interval, f1_of, members_by_group
 
 
 def held_out(path: str) -> dict[str, dict]:
@@ -35,16 +35,12 @@ def compare(rows: list[dict], before: dict[str, dict], after: dict[str, dict], p
     missing = [str(r.get("id")) for r in rows if str(r.get("id")) not in before or str(r.get("id")) not in after]
     if missing:
         raise ValueError(f"{len(missing)} windows have no decision in both runs (first: {missing[0]})")
-    members: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        for name in group_names(row):
-            members.setdefault(name, []).append(i)
     out = {}
-    for name, idx in members.items():
+    for name, idx in members_by_group(rows).items():
         mine = [rows[i] for i in idx]
         decided = [[bool(runs[str(r.get("id"))][point]) for r in mine] for runs in (before, after)]
         counts = counts_by_source(mine, *decided)
-        sums = [sum(c[j] for c in counts.values()) for j in range(6)]
+        sums = column_sums(counts.values(), 6)
         a, b = f1_of(*sums[:3]), f1_of(*sums[3:])
         out[name] = {
             "n": len(idx),

@@ -62,14 +62,11 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
     for row in rows:
         got = detector(row.get("prev_user"), row.get("prev_assistant"), row.get("user"), row.get("assistant"))
         pairs.append((gold_kind(row), got.kind))
-    tp = sum(g != "none" and p != "none" for g, p in pairs)
-    fp = sum(g == "none" and p != "none" for g, p in pairs)
-    fn = sum(g != "none" and p == "none" for g, p in pairs)
-    tn = sum(g == "none" and p == "none" for g, p in pairs)
-    metrics: dict[str, Any] = {"n": len(pairs), "in_sample": seen_in_training(rows), "overall": _block(tp, fp, fn, tn)}
-    metrics["kinds"] = {}
     by_source = counts_by_source(rows, [p != "none" for _, p in pairs])
-    metrics["overall"].update(sources=len(by_source), f1_interval=f1_interval(list(by_source.values())))
+    tp, fp, fn = column_sums(by_source.values())
+    overall = dict(_block(tp, fp, fn, len(pairs) - tp - fp - fn), sources=len(by_source))
+    overall["f1_interval"] = f1_interval(list(by_source.values()))
+    metrics: dict[str, Any] = {"n": len(pairs), "in_sample": seen_in_training(rows), "overall": overall, "kinds": {}}
     for kind in POSITIVE_KINDS:
         k_tp = sum(g == kind and p == kind for g, p in pairs)
         k_fp = sum(g != kind and p == kind for g, p in pairs)
@@ -128,17 +125,22 @@ def group_names(row: dict) -> tuple[str, str, str]:
     return ("all", slice_of(row), language_group(row.get("user", "")))
 
 
+def members_by_group(rows: list[dict]) -> dict[str, list[int]]:
+    """The indices of the windows in each group a window is reported in (``group_names``), "all" first."""
+    members: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        for name in group_names(row):
+            members.setdefault(name, []).append(i)
+    return members
+
+
 def grouped_blocks(rows: list[dict], predicted: list[bool]) -> dict[str, dict]:
     """Precision/recall blocks overall, per slice and per language group of the user's message, each with
     its F1's interval over repositories (``f1_interval``)."""
-    groups: dict[str, list[int]] = {"all": []}
-    for i, row in enumerate(rows):
-        for name in group_names(row):
-            groups.setdefault(name, []).append(i)
     out = {}
-    for name, members in groups.items():
+    for name, members in {"all": [], **members_by_group(rows)}.items():
         counts = counts_by_source([rows[i] for i in members], [predicted[i] for i in members])
-        tp, fp, fn = (sum(c[j] for c in counts.values()) for j in range(3))
+        tp, fp, fn = column_sums(counts.values())
         block = _block(tp, fp, fn, len(members) - tp - fp - fn)
         out[name] = dict(block, n=len(members), sources=len(counts), f1_interval=f1_interval(list(counts.values())))
     return out
@@ -180,6 +182,11 @@ def counts_by_source(rows: list[dict], *predicted: Sequence[bool]) -> dict[str, 
     return {source: tuple(c) for source, c in counts.items()}
 
 
+def column_sums(counts: Iterable[Sequence[int]], width: int = 3) -> list[int]:
+    """Counts of several repositories (or windows), added up position by position (``width`` zeros for none)."""
+    return [sum(column) for column in zip(*counts, strict=True)] or [0] * width
+
+
 def bootstrap(per_source: list[tuple[int, ...]], statistic: Callable[[list[int]], float], seed: int = 0):
     """95% percentile interval of ``statistic`` of the summed counts when whole repositories are resampled
     (the unit the folds hold out, so windows of one log are not counted as independent); None under
@@ -189,8 +196,7 @@ def bootstrap(per_source: list[tuple[int, ...]], statistic: Callable[[list[int]]
     rng = random.Random(seed)
     values = []
     for _ in range(BOOTSTRAP_RESAMPLES):
-        sample = rng.choices(per_source, k=len(per_source))
-        values.append(statistic([sum(column) for column in zip(*sample, strict=True)]))
+        values.append(statistic(column_sums(rng.choices(per_source, k=len(per_source)), len(per_source[0]))))
     values.sort()
     return (values[int(0.025 * BOOTSTRAP_RESAMPLES)], values[int(0.975 * BOOTSTRAP_RESAMPLES) - 1])
 
