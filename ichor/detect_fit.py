@@ -201,12 +201,14 @@ def to_linear(clf, column: dict[int, int], ids: list[list[int]], groups: list[st
     x = design(ids, column)
     sw = sample_weights(groups, cfg.balance) if weights is None else weights
     p = clf.predict_proba(x)[:, 1]
-    # Precision of each weight: the prior 1/C plus the curvature the data put on it.
+    # Precision of each weight: the prior 1/C plus the curvature the data put on it.  liblinear fits the
+    # bias as the weight of a constant column of intercept_scaling, so its prior is 1/(C scaling²).
     curvature = np.asarray(x.multiply((sw * p * (1 - p))[:, None]).sum(axis=0)).ravel()
     coef = clf.coef_[0]
     kept = [(f, j) for f, j in column.items() if abs(coef[j]) >= 1e-6]
     return {
         "bias": float(clf.intercept_[0]),
+        "bias_precision": float((sw * p * (1 - p)).sum() + 1.0 / (cfg.c * clf.intercept_scaling**2)),
         "weights": {f: float(coef[j]) for f, j in kept},
         "precision": {f: float(curvature[j] + 1.0 / cfg.c) for f, j in kept},
         "prior": 1.0 / cfg.c,

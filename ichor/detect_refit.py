@@ -28,7 +28,7 @@ PROFILE_MODEL = "detector.json"
 REFIT_EVERY = 50
 # One decision counts as this many shipped training windows (their weights average 1).
 DECISION_WEIGHT = 5.0
-STEPS = 60
+STEPS = 100
 
 
 def profile_dir(store) -> Path:
@@ -89,31 +89,74 @@ def load_decisions(store) -> list[dict]:
 def update(linear: dict, examples: list[tuple[list[int], int]], weight: float = DECISION_WEIGHT) -> dict:
     """MAP logistic regression on ``examples``, each weight pulled toward the shipped one by its precision.
 
-    Diagonal Newton steps, damped; only the bias and the weights of features the examples carry move."""
-    w0, prec = linear["weights"], linear.get("precision", {})
-    prior = float(linear.get("prior", 1.0))
-    touched = sorted({i for ids, _ in examples for i in ids})
-    w = {i: w0.get(i, 0.0) for i in touched}
-    bias = linear["bias"]
+    Diagonal Newton directions with a backtracking line search, so the objective never rises: a
+    decision's features move together, and a full diagonal step overshoots once there are many of them.
+    Only the bias and the weights of features the examples carry move."""
+    objective = _Objective(linear, examples, weight)
+    w, bias = {i: objective.w0.get(i, 0.0) for i in objective.touched}, linear["bias"]
+    value = objective(w, bias)
     for _ in range(STEPS):
-        grad = {i: prec.get(i, prior) * (w[i] - w0.get(i, 0.0)) for i in touched}
-        curv = {i: prec.get(i, prior) for i in touched}
-        g_bias, h_bias = 0.0, 1e-3
-        for ids, y in examples:
-            z = max(-30.0, min(30.0, bias + sum(w[i] for i in ids)))
-            p = 1.0 / (1.0 + math.exp(-z))
-            for i in ids:
-                grad[i] += weight * (p - y)
-                curv[i] += weight * p * (1 - p)
-            g_bias += weight * (p - y)
-            h_bias += weight * p * (1 - p)
-        for i in touched:
-            w[i] -= 0.5 * grad[i] / curv[i]
-        # The bias has no prior in the shipped fit; a weak one here keeps a handful of decisions from flipping it.
-        bias -= 0.5 * (g_bias + (bias - linear["bias"])) / (h_bias + 1.0)
-    weights = dict(w0)
+        grad, curv, g_bias, h_bias = objective.slope(w, bias)
+        step = {i: -grad[i] / curv[i] for i in objective.touched}
+        b_step = -g_bias / h_bias
+        descent = sum(grad[i] * step[i] for i in objective.touched) + g_bias * b_step
+        t = 1.0
+        while t > 1e-6:
+            trial = {i: w[i] + t * step[i] for i in objective.touched}
+            trial_value = objective(trial, bias + t * b_step)
+            if trial_value <= value + 1e-4 * t * descent:
+                break
+            t /= 2
+        else:
+            break  # no step lowers it: at the minimum, as far as doubles tell
+        w, bias, value, before = trial, bias + t * b_step, trial_value, value
+        if before - value <= 1e-9 * max(1.0, abs(value)):
+            break
+    weights = dict(objective.w0)
     weights.update(w)
     return dict(linear, weights=weights, bias=bias)
+
+
+class _Objective:
+    """The refit's MAP objective: weighted log-loss of the decisions, plus the pull of each weight and
+    of the bias toward its shipped value, by its Laplace precision."""
+
+    def __init__(self, linear: dict, examples: list[tuple[list[int], int]], weight: float):
+        self.w0, self.b0 = linear["weights"], linear["bias"]
+        self.b_prec = float(linear.get("bias_precision", 1.0))
+        prec, prior = linear.get("precision", {}), float(linear.get("prior", 1.0))
+        self.examples, self.weight = examples, weight
+        self.touched = sorted({i for ids, _ in examples for i in ids})
+        self.prec = {i: prec.get(i, prior) for i in self.touched}
+
+    def __call__(self, w: dict[int, float], bias: float) -> float:
+        loss = sum(_log_loss(bias + sum(w[i] for i in ids), y) for ids, y in self.examples)
+        pull = sum(self.prec[i] * (w[i] - self.w0.get(i, 0.0)) ** 2 for i in self.touched)
+        return self.weight * loss + 0.5 * (pull + self.b_prec * (bias - self.b0) ** 2)
+
+    def slope(self, w: dict[int, float], bias: float):
+        """Gradient and diagonal curvature: (per weight, per weight, of the bias, of the bias)."""
+        grad = {i: self.prec[i] * (w[i] - self.w0.get(i, 0.0)) for i in self.touched}
+        curv = dict(self.prec)
+        g_bias, h_bias = self.b_prec * (bias - self.b0), self.b_prec
+        for ids, y in self.examples:
+            p = _sigmoid(bias + sum(w[i] for i in ids))
+            g, h = self.weight * (p - y), self.weight * p * (1 - p)
+            for i in ids:
+                grad[i] += g
+                curv[i] += h
+            g_bias += g
+            h_bias += h
+        return grad, curv, g_bias, h_bias
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def _log_loss(z: float, y: int) -> float:
+    """-log p(y | z), without overflow: softplus(z) - y z."""
+    return max(z, 0.0) + math.log1p(math.exp(-abs(z))) - y * z
 
 
 def _agreement(linear: dict, examples: list[tuple[list[int], int]]) -> int:

@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -161,6 +162,18 @@ def test_pure_python_scores_match_the_fitting_code():
     x = F.design(ids, column)
     for row_ids, p in zip(ids, clf.predict_proba(x)[:, 1], strict=True):
         assert detect_model.score(row_ids, linear) == pytest.approx(p, abs=1e-9)
+    # The bias's precision is the curvature of the fitted objective (divided by C) along the bias,
+    # measured here by finite differences: liblinear's bias is the weight of a constant intercept_scaling.
+    sw, scale = F.sample_weights(groups, cfg.balance), clf.intercept_scaling
+
+    def objective_along_bias(delta: float) -> float:
+        z = [linear["bias"] + delta + sum(linear["weights"].get(i, 0.0) for i in row) for row in ids]
+        loss = sum(w * (math.log1p(math.exp(-abs(v))) + max(v, 0.0) - t * v) for w, v, t in zip(sw, z, y, strict=True))
+        return loss + (linear["bias"] + delta) ** 2 / (2 * cfg.c * scale**2)
+
+    h = 1e-3
+    curvature = (objective_along_bias(h) - 2 * objective_along_bias(0.0) + objective_along_bias(-h)) / h**2
+    assert linear["bias_precision"] == pytest.approx(curvature, rel=1e-3)
 
 
 # ------------------------------------------------------------------------------ refit
@@ -188,6 +201,33 @@ def test_refit_learns_a_profiles_own_corrections(tmp_path):
     # the shipped model is untouched and stays the fallback
     assert not detect(REQUEST, CODE_ANSWER, ODD, None).is_correction
     assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=tmp_path / "missing.json") == before
+
+
+def _many_decisions(n: int = 200, width: int = 56, seed: int = 3) -> list[tuple[list[int], int]]:
+    """Decisions as a long-used profile has them: many, each with dozens of features shared with others."""
+    import random
+
+    rng = random.Random(seed)
+    pool = sorted(detect_model.shipped()["models"]["no_reply"]["weights"])[:400]
+    out = []
+    for _ in range(n):
+        ids = rng.sample(pool, width)
+        out.append((ids, int(sum(i % 3 == 0 for i in ids) > width / 3)))
+    return out
+
+
+def test_the_refit_never_raises_its_objective_however_many_decisions(monkeypatch):
+    linear = detect_model.shipped()["models"]["no_reply"]
+    examples = _many_decisions()
+    objective = detect_refit._Objective(linear, examples, detect_refit.DECISION_WEIGHT)
+    values = []
+    for steps in (0, 1, 2, 5, 20, 100):
+        monkeypatch.setattr(detect_refit, "STEPS", steps)
+        fitted = detect_refit.update(linear, examples)
+        values.append(objective({i: fitted["weights"][i] for i in objective.touched}, fitted["bias"]))
+    assert values == sorted(values, reverse=True) and values[-1] < 0.8 * values[0]
+    assert abs(fitted["bias"] - linear["bias"]) < 5
+    assert detect_refit._agreement(fitted, examples) > detect_refit._agreement(linear, examples)
 
 
 def test_a_refit_of_an_older_release_gives_way_to_the_shipped_model_then_is_redone(tmp_path):
