@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,9 @@ UID_LENGTH = 32
 class Context:
     store: Store | None
     surface: Surface = SHELL
+    # Where work too slow for a chat's own thread goes (the detector's refit): the plugin passes its
+    # worker's ``submit``; None runs it at once, as the shell does.
+    later: Callable[[Callable[[], object]], object] | None = None
 
     @property
     def db(self) -> Store:
@@ -198,13 +202,13 @@ def decide(ctx: Context, verb: str, refs: list) -> Result:
     lines = []
     for pair in pairs:
         if verb == "discard":
-            detect_refit.learn(ctx.db, pair, positive=False)
+            detect_refit.learn(ctx.db, pair, positive=False, later=ctx.later)
             ctx.db.discard(pair.id)
             lines.append(card.render_discarded(pair.id))
         elif pair.status == "uploaded":
             lines.append(f"ichor · pair #{pair.id} is already uploaded")
         else:
-            detect_refit.learn(ctx.db, pair, positive=True)
+            detect_refit.learn(ctx.db, pair, positive=True, later=ctx.later)
             lines.append(card.render_outcome(ctx.db.set_status(pair.id, "kept" if verb == "keep" else "shared")))
     return Result("\n".join(lines), [p.id for p in pairs], decided=tuple(p.id for p in pairs))
 
@@ -441,11 +445,12 @@ VERBS: tuple[Verb, ...] = (
 VERB_BY_NAME = {v.name: v for v in VERBS}
 
 
-def run_chat(store: Store | None, argstring: str = "", scope: str | None = None) -> Result:
-    """Run one ``/ichor …`` line; errors come back as a one-line Result with ``ok=False``."""
+def run_chat(store: Store | None, argstring: str = "", scope: str | None = None, later=None) -> Result:
+    """Run one ``/ichor …`` line; errors come back as a one-line Result with ``ok=False``.
+    ``later`` is ``Context.later``."""
     surface = Surface("chat", scope)
     try:
         verb, args = parse_chat(VERBS, argstring, surface)
-        return verb.handler(Context(store, surface), args)
+        return verb.handler(Context(store, surface, later), args)
     except (CommandError, StoreError, SettingError) as exc:
         return Result(f"ichor: {exc}", ok=False)

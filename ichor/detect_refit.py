@@ -11,10 +11,12 @@ stays the fallback, and its out-of-source thresholds are kept.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from . import detect_model
@@ -209,12 +211,24 @@ def forget(store) -> None:
         (profile_dir(store) / name).unlink(missing_ok=True)
 
 
-def learn(store, pair, positive: bool) -> dict | None:
-    """Record a card decision and refit when enough have come in. Never raises: learning is a side effect
-    of a keep/share/discard, which must succeed whatever happens here."""
+def learn(store, pair, positive: bool, later: Callable[[Callable[[], object]], object] | None = None) -> None:
+    """Record a card decision, then refit when enough have come in: at once, or through ``later`` (the
+    plugin's worker: a refit takes seconds and must not hold a chat). Never raises: learning is a side
+    effect of a keep/share/discard, which must succeed whatever happens here."""
     try:
         note_pair(store, pair, positive)
-        return maybe_refit(store)
     except Exception as exc:  # noqa: BLE001 - any failure here must not block the user's decision
+        log.warning("ichor: decision not recorded for the detector (%s)", exc)
+        return
+    job = functools.partial(_refit_when_due, store)
+    if later is None:
+        job()
+    else:
+        later(job)
+
+
+def _refit_when_due(store) -> None:
+    try:
+        maybe_refit(store)
+    except Exception as exc:  # noqa: BLE001 - the decision is recorded; the next one tries again
         log.warning("ichor: detector refit skipped (%s)", exc)
-        return None

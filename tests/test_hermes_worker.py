@@ -48,6 +48,24 @@ def test_the_hook_returns_before_the_pair_exists_and_drain_lands_it(home, gate):
     assert (pair.kind, pair.rejected, pair.accepted, pair.status) == ("correction", "ls -S", "ls -lhS", "pending")
 
 
+def test_a_decision_in_chat_leaves_the_refit_to_the_worker(home, gate, monkeypatch):
+    from ichor import detect_refit
+
+    refits = []
+    monkeypatch.setattr(detect_refit, "maybe_refit", lambda store: refits.append(threading.current_thread().name))
+    plugin = IchorPlugin(ctx=object())
+    correct(plugin)
+    assert plugin.drain(30)
+    plugin.worker.submit(gate.wait)
+    assert "kept" in plugin.command("keep 1")
+    assert refits == []  # the chat had its answer while the worker was held: the refit waits there
+    with Store.open(home) as store:
+        assert len(detect_refit.load_decisions(store)) == 1  # the decision itself is recorded at once
+    gate.set()
+    assert plugin.drain(30)
+    assert len(refits) == 1 and refits[0].startswith("ichor-capture")
+
+
 def test_drain_says_when_the_worker_has_not_caught_up(home, gate):
     plugin = IchorPlugin(ctx=object())
     plugin.worker.submit(gate.wait)

@@ -187,7 +187,7 @@ class IchorPlugin:
             if pair is None or pair.status != "pending":
                 self.board.close(open_card.pair_id)
                 return None  # decided elsewhere meanwhile: the letter is not ours any more
-            outcome = commands.decide(commands.Context(store, CHAT), choice, [open_card.pair_id])
+            outcome = commands.decide(commands.Context(store, CHAT, self.worker.submit), choice, [open_card.pair_id])
         self.board.close(open_card.pair_id)
         if open_card.post is not None:
             open_card.post.replace(outcome.text)
@@ -202,7 +202,7 @@ class IchorPlugin:
     @guarded(fallback=lambda exc: f"ichor: {type(exc).__name__}: {exc}")
     def command(self, raw_args: str = "", *args, **kwargs) -> str:
         with open_store() as store:
-            result = commands.run_chat(store, raw_args or "", scope=session_scope(""))
+            result = commands.run_chat(store, raw_args or "", scope=session_scope(""), later=self.worker.submit)
         self._settle_cards(result)
         return result.text
 
