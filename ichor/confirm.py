@@ -217,11 +217,15 @@ def confirm(window: Window, complete_fn: CompleteFn, timeout: float, fallback: C
 
 def count_tokens(usage: dict | None, messages: Sequence[dict], answer: str) -> tuple[int, bool]:
     """Total tokens of one call from the reported usage, else an estimate (and say it is one)."""
-    usage = usage or {}
-    total = usage.get("total_tokens") or (usage.get("prompt_tokens") or usage.get("input_tokens") or 0) + (
-        usage.get("completion_tokens") or usage.get("output_tokens") or 0
-    )
-    if isinstance(total, int) and total > 0:
+    usage = usage if isinstance(usage, dict) else {}
+
+    def reported(*keys: str) -> int:
+        # An endpoint may send a count as a string, a float or null: only a whole count is believed.
+        return next((v for k in keys if type(v := usage.get(k)) is int and v > 0), 0)
+
+    prompt, answered = reported("prompt_tokens", "input_tokens"), reported("completion_tokens", "output_tokens")
+    total = reported("total_tokens") or (prompt + answered if prompt and answered else 0)
+    if total:
         return total, False
     chars = sum(len(str(m.get("content", ""))) for m in messages) + len(answer or "")
     return max(1, chars // CHARS_PER_TOKEN), True

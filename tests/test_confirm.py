@@ -145,6 +145,16 @@ def test_prompt_and_completion_tokens_add_up_when_no_total():
     assert confirm.count_tokens({"input_tokens": 5, "output_tokens": 1}, [], "") == (6, False)
 
 
+@pytest.mark.parametrize(
+    "usage",
+    [{"prompt_tokens": "812", "completion_tokens": 20}, {"total_tokens": 9.5}, {"total_tokens": None}, [3], "12"],
+)
+def test_token_counts_of_the_wrong_type_are_estimated_not_a_failure(usage):
+    answer = '{"is_correction": true, "kind": "correction", "label": "wrong listing"}'
+    decision = confirm.confirm(WINDOW, answering(answer, usage), 5, Stage1())
+    assert decision.stage == 2 and decision.is_correction and decision.tokens_estimated and decision.tokens > 0
+
+
 def _fallback_case(caplog, complete, timeout=5.0):
     stage1 = Stage1(kind="correction", label="still failing")
     with caplog.at_level(logging.WARNING, logger="ichor.confirm"):
