@@ -41,7 +41,8 @@ def complete(
         with urllib.request.urlopen(request, timeout=timeout) as response:
             payload = json.loads(response.read().decode("utf-8", "replace"))
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
-        raise ChatError(f"{url}: {type(exc).__name__}: {_without_key(str(exc), key)}") from None
+        hint = " (does the URL end in /v1?)" if getattr(exc, "code", None) == 404 else ""
+        raise ChatError(f"{url}: {type(exc).__name__}: {_without_key(str(exc), key)}{hint}") from None
     try:
         text = payload["choices"][0]["message"]["content"] or ""
     except (KeyError, IndexError, TypeError):
