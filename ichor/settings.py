@@ -58,14 +58,31 @@ def _absolute_path(raw: str) -> str:
         raise SettingError(f"not a usable path: {raw!r} ({exc})") from None
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Tokens that are also valid variable names (a Hub token is hf_…): refused, so a pasted key is never stored.
+KEY_PREFIXES = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
+KEY_ENV_MESSAGE = "--key-env takes the name of an environment variable, not a key"
+
+
+def is_env_name(raw: str) -> bool:
+    """Whether ``raw`` can name an environment variable and does not look like a key itself."""
+    return bool(ENV_NAME.fullmatch(raw)) and not raw.startswith(KEY_PREFIXES)
+
+
 def _env_name(raw: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", raw):
-        raise SettingError(f"not an environment variable name: {raw!r}")
+    if not is_env_name(raw):  # the value may be the key itself: never echo it
+        raise SettingError("takes the name of an environment variable (letters, digits and _), not a key")
     return raw
 
 
 def _text(raw: str) -> str:
     return raw.strip()
+
+
+def _text_or_unset(raw: str) -> str | None:
+    """A text, or None (back to the default) for "none" or nothing."""
+    text = raw.strip()
+    return None if text.lower() in ("", "none") else text
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class Setting:
     parse: Callable[[str], Any]
     help: str
     shown: bool = True  # False for internal state (paused chats) that has its own verb
+    unset: str = "(not set)"  # what status shows for no value
 
 
 SETTINGS: dict[str, Setting] = {
@@ -87,8 +105,19 @@ SETTINGS: dict[str, Setting] = {
         Setting("license", "cc-by-4.0", _text, "licence written on the shared dataset's card"),
         Setting("capture", True, _on_off, "capture corrections at all (off pauses everywhere)"),
         Setting("confirm", True, _on_off, "confirm detector candidates with the host's model before a card"),
-        Setting("confirm_model", None, _text, "model for the confirmation call (Hermes allow_model_override)"),
-        Setting("judge_url", None, _text, "OpenAI-compatible endpoint for ichor detect --llm and the judges"),
+        Setting(
+            "confirm_model",
+            None,
+            _text_or_unset,
+            "model for the confirmation call (Hermes allow_model_override); none: the host's model",
+            unset="host's model",
+        ),
+        Setting(
+            "judge_url",
+            None,
+            _text,
+            "OpenAI-compatible endpoint, kept for the judges; no command reads it yet (detect and eval take --llm)",
+        ),
         Setting("judge_model", None, _text, "model name at judge_url"),
         Setting("judge_key_env", None, _env_name, "environment variable that holds judge_url's API key"),
         Setting("paused_scopes", (), _text, "chats where capture is paused (/ichor off)", shown=False),
@@ -109,7 +138,10 @@ def parse(name: str, raw: str) -> Any:
     if key not in SETTINGS or not SETTINGS[key].shown:
         known = ", ".join(n.replace("_", "-") for n, s in SETTINGS.items() if s.shown)
         raise SettingError(f"unknown setting {name!r}; settings: {known}")
-    return SETTINGS[key].parse(raw)
+    try:
+        return SETTINGS[key].parse(raw)
+    except SettingError as exc:
+        raise SettingError(f"{key.replace('_', '-')}: {exc}") from None
 
 
 def put(store: SettingsStore, name: str, raw: str) -> Any:
@@ -121,4 +153,11 @@ def put(store: SettingsStore, name: str, raw: str) -> Any:
 
 def shown(store: SettingsStore) -> dict[str, Any]:
     """Every user-facing setting with its current value, for ``ichor status``."""
-    return {name: get(store, name) for name, s in SETTINGS.items() if s.shown}
+    return {name: _safe_to_show(s, get(store, name)) for name, s in SETTINGS.items() if s.shown}
+
+
+def _safe_to_show(setting: Setting, value: Any) -> Any:
+    """An environment variable setting stored before names were checked may hold a key: never show that."""
+    if setting.parse is _env_name and isinstance(value, str) and not is_env_name(value):
+        return "(hidden: not a variable name; set it again)"
+    return value
