@@ -98,7 +98,8 @@ def _setting_lines(store: Store, surface: Surface) -> list[str]:
     width = max(len(name) for name in values)
     lines = [f"settings (change with: {surface.say('set NAME VALUE')})"]
     for name, value in values.items():
-        shown = "on" if value is True else "off" if value is False else "(not set)" if value is None else value
+        unset = settings.SETTINGS[name].unset
+        shown = "on" if value is True else "off" if value is False else unset if value is None else value
         lines.append(f"  {name.replace('_', '-').ljust(width)}  {shown}")
     return lines
 
@@ -312,7 +313,8 @@ def set_setting(ctx: Context, args) -> Result:
     elif key == "visibility":
         text = f"ichor · new datasets will be created {stored}"
     else:
-        text = f"ichor · {name} = {'on' if stored is True else 'off' if stored is False else stored}"
+        unset = settings.SETTINGS[key].unset
+        text = f"ichor · {name} = {'on' if stored is True else 'off' if stored is False else stored or unset}"
     return Result(text, {key: stored})
 
 
@@ -347,6 +349,8 @@ def show_help(ctx: Context, args) -> Result:
     if not args.verb:
         return Result(help_text(chat_or_all(ctx.surface), ctx.surface))
     verb = VERB_BY_NAME.get(args.verb)
+    if verb is None and args.verb in SHELL_TOOLS:  # in a shell, ichor.cli shows their --help before this
+        raise CommandError(f"{args.verb} runs in a shell only: ichor help {args.verb}")
     if verb is None:
         raise CommandError(f"no command {args.verb!r}{suggestion(args.verb, sorted(VERB_BY_NAME))}")
     if ctx.surface.name == "chat" and not verb.chat:
@@ -354,6 +358,10 @@ def show_help(ctx: Context, args) -> Result:
     lines = [ctx.surface.say(verb.usage(ctx.surface)), f"  {verb.help}"]
     lines += [f"  {a.name:<10} {a.help}" for a in verb.args if ctx.surface.name == "shell" or not a.shell_only]
     return Result("\n".join(lines))
+
+
+# The shell-only tools of ichor.cli, which are not verbs.
+SHELL_TOOLS = ("detect", "scrub", "eval", "completion", "install-plugin")
 
 
 def chat_or_all(surface: Surface) -> list[Verb]:
@@ -412,8 +420,8 @@ VERBS: tuple[Verb, ...] = (
         "change a setting that status lists; set public, set private and set repo NAME too",
         set_setting,
         (
-            Arg("name", "a setting as status lists it, or public|private", metavar="NAME"),
-            Arg("value", "its new value", nargs="?", metavar="VALUE"),
+            Arg("name", f"one of {', '.join(shown_settings())}; or public|private", metavar="NAME"),
+            Arg("value", "its new value (required, except after public or private)", nargs="?", metavar="VALUE"),
         ),
     ),
     Verb(
