@@ -6,6 +6,8 @@ gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when `
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import math
 import random
@@ -76,7 +78,20 @@ def evaluate(rows: Iterable[dict], detector: Callable = detect) -> dict:
 
 
 def _cell(ratio: dict) -> str:
+    if not ratio["n"]:
+        return f"– ({ratio['k']}/{ratio['n']})"  # a ratio over no window has no value
     return f"{ratio['value']:.3f} [{ratio['lo']:.2f}-{ratio['hi']:.2f}] ({ratio['k']}/{ratio['n']})"
+
+
+def with_nulls(report):
+    """``report`` for JSON output: the value of a ratio over no window is null, not 0."""
+    if isinstance(report, dict):
+        if {"value", "k", "n"} <= report.keys() and not report["n"]:
+            return dict(report, value=None)
+        return {key: with_nulls(v) for key, v in report.items()}
+    if isinstance(report, list):
+        return [with_nulls(v) for v in report]
+    return report
 
 
 IN_SAMPLE = (
@@ -115,7 +130,7 @@ def slice_of(row: dict) -> str:
     """Which kind of conversation a labelled window comes from (the shared data's id and source conventions)."""
     if str(row.get("id", "")).startswith("l5-"):
         return "agent transcripts"
-    if "#turn" in str(row.get("source", "")):
+    if "#turn" in source_of(row, whole=True):
         return "dialogue"
     return "aider logs"
 
@@ -153,9 +168,12 @@ BOOTSTRAP_RESAMPLES = 2000
 MIN_SOURCES = 10
 
 
-def source_of(row: dict) -> str:
-    """The repository a window was cut from (its ``source`` up to "@"): the unit every split holds out."""
-    return str(row.get("source", "")).split("@", 1)[0]
+def source_of(row: dict, whole: bool = False) -> str:
+    """The repository a window was cut from (its ``source`` up to "@"; the whole of it with ``whole``): the
+    unit every split holds out. No source, or a null one, is ""."""
+    source = row.get("source")
+    text = "" if source is None else str(source)
+    return text if whole else text.split("@", 1)[0]
 
 
 def source_hash(source: str) -> str:
@@ -215,21 +233,37 @@ def f1_difference_interval(per_source: list[tuple[int, ...]]):
 # ------------------------------------------------------------------------------- with stage 2
 
 
-def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float) -> dict:
+def two_stage(window, complete_fn, timeout: float, model_path=None):
+    """``confirm.two_stage``, with stage 1 from a profile's refitted detector at ``model_path`` when given."""
+    from . import confirm
+
+    if model_path is None:
+        return confirm.two_stage(window, complete_fn, timeout)
+    candidate = confirm.stage1(window, "candidate", model_path)
+    if not candidate.is_correction:
+        return confirm.Decision(False, "none", None, 1)
+    standalone = functools.partial(confirm.stage1, window, "standalone", model_path)
+    decision = confirm.confirm(window, complete_fn, timeout, standalone)
+    if decision.is_correction and not decision.label:
+        return dataclasses.replace(decision, label=candidate.label)
+    return decision
+
+
+def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float, model_path=None) -> dict:
     """Stage 1 alone (standalone point) and stage 1 + 2 (candidates confirmed through ``complete_fn``).
 
     Also the share of windows that reached stage 2, how often it fell back to stage 1 and why, and the
     tokens per confirmation (as reported, or estimated where the endpoint reported no usage).
     """
-    from .confirm import Window, stage1, two_stage
+    from .confirm import Window, stage1
 
     decisions = []
 
     def both(*texts):
-        decisions.append(two_stage(Window(*texts), complete_fn, timeout))
+        decisions.append(two_stage(Window(*texts), complete_fn, timeout, model_path))
         return decisions[-1]
 
-    alone = evaluate(rows, lambda *texts: stage1(Window(*texts), "standalone"))
+    alone = evaluate(rows, lambda *texts: stage1(Window(*texts), "standalone", model_path))
     confirmed = evaluate(rows, both)
     asked = [d for d in decisions if d.asked_model]
     tokens = [d.tokens for d in asked if d.tokens is not None]
@@ -241,6 +275,7 @@ def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float) -> dict:
         "stage1": alone,
         "stage1+2": confirmed,
         "reached_stage2": _ratio(len(asked), len(decisions)),
+        "answered_stage2": sum(d.stage == 2 for d in decisions),
         "fallbacks": reasons,
         "tokens_per_confirmation": sum(tokens) / len(tokens) if tokens else None,
         "tokens_estimated": any(d.tokens_estimated for d in asked),
