@@ -383,22 +383,25 @@ def test_detect_reads_and_writes_json_lines(capsys, monkeypatch):
     assert rows[1] == {"id": 7, "is_correction": False, "kind": "none", "label": None}
 
 
-def test_detect_refuses_a_line_with_none_of_its_fields(capsys, monkeypatch):
+def test_detect_refuses_a_line_without_a_user_message(capsys, monkeypatch):
     code, out, err = run(capsys, monkeypatch, "detect", stdin='{"text": "no, use pnpm"}\n')
-    assert code == 2 and out == "" and "stdin line 1: none of the fields" in err
+    assert code == 2 and out == "" and "stdin line 1: no field 'user'" in err
 
 
 @pytest.mark.parametrize(
-    "stdin, message",
+    "stdin, message, summary",
     [
-        ('{"user": "x"}\nnot json\n', "stdin line 2: not valid JSON"),
-        ("[1, 2]\n", "stdin line 1: expected a JSON object"),
-        ('{"user": 5}\n', "stdin line 1: field 'user' must be a string"),
+        ('{"user": "x"}\nnot json\n', "stdin line 2: not valid JSON", "1 of 2 lines skipped"),
+        ("[1, 2]\n", "stdin line 1: expected a JSON object", "1 of 1 lines skipped"),
+        ('{"user": 5}\n', "stdin line 1: field 'user' must be a string", "1 of 1 lines skipped"),
     ],
 )
-def test_detect_names_the_bad_line(capsys, monkeypatch, stdin, message):
+def test_detect_names_the_bad_line(capsys, monkeypatch, stdin, message, summary):
     code, _, err = run(capsys, monkeypatch, "detect", stdin=stdin)
-    assert code == 2 and message in err and err.count("\n") == 1
+    lines = err.splitlines()
+    assert (
+        code == 2 and len(lines) == 2 and lines[0].startswith(f"ichor: {message}") and lines[1] == f"ichor: {summary}"
+    )
 
 
 def test_scrub_plain_and_jsonl(capsys, monkeypatch):

@@ -8,6 +8,7 @@ from ichor.store import Store
 
 
 def test_refit_without_decisions_says_so(home, capsys):
+    home.mkdir()
     assert main(["detect", "refit"]) == 0
     assert "no decisions yet" in capsys.readouterr().out
 

@@ -27,6 +27,8 @@ examples:
   ichor share --dry-run            what `ichor share` would upload, and where
   ichor status --home ~/.hermes/profiles/work
   echo 'token sk-...' | ichor scrub
+  ichor detect windows.jsonl       classify conversation windows (JSON lines) with the local detector
+  ichor eval labelled.jsonl        precision, recall and F1 of the detector on your labelled windows
   ichor completion bash > ~/.local/share/bash-completion/completions/ichor"""
 
 HOME_HELP = "Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes. Accepted anywhere on the line"
@@ -109,9 +111,46 @@ def shell_help(parser: argparse.ArgumentParser) -> str:
 
 
 def _silence_stdout() -> None:
-    """The reader went away (``ichor list | head -1``): drop the rest of our output quietly."""
+    """The reader went away (``ichor list | head -1``) or the output can't be written: drop the rest of it,
+    so the interpreter's last flush at exit can't fail again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (AttributeError, ValueError, OSError):  # no stdout at all (``>&-``)
+        pass
+
+
+def _flush_or_silence() -> None:
+    """Keep what was printed if stdout still takes it; drop it if stdout is what failed."""
+    try:
+        sys.stdout.flush()
+    except (AttributeError, ValueError, OSError):
+        _silence_stdout()
+
+
+def _command_help(parser: argparse.ArgumentParser, name: str) -> str | None:
+    """``ichor help NAME`` for a shell-only command (detect, eval, scrub…): its --help; None for a verb."""
+    if name in commands.VERB_BY_NAME:
+        return None
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices.get(name)
+    return command.format_help().rstrip() if command else None
+
+
+def _run(parser: argparse.ArgumentParser, args) -> int:
+    if sys.stdout is None:
+        raise CliError("stdout is closed: nowhere to write the output")
+    if args.command == "help":
+        text = shell_help(parser) if not args.verb else _command_help(parser, args.verb)
+        if text is not None:
+            print(text)
+            return 0
+    return args.func(args) or 0
+
+
+def _output_error(exc: OSError) -> str:
+    where = f": {exc.filename}" if exc.filename else " (the output)"
+    return f"can't write{where}: {exc.strerror or exc}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -124,16 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        if args.command == "help" and not args.verb:
-            print(shell_help(parser))
-            code = 0
-        else:
-            code = args.func(args) or 0
+        code = _run(parser, args)
         sys.stdout.flush()
         return code
     except BrokenPipeError:
         _silence_stdout()
         return 0
+    except OSError as exc:  # a full disk (``> /dev/full``) or another failed write
+        _flush_or_silence()
+        print(f"ichor: {one_line(_output_error(exc))}", file=sys.stderr)
+        return 2
     except (CliError, UnicodeDecodeError, RecursionError) as exc:  # bad input bytes or absurd nesting
         print(f"ichor: {one_line(str(exc))}", file=sys.stderr)
         return 2
