@@ -67,7 +67,9 @@ def shell(command: str, env=None, **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
-@pytest.mark.parametrize("command", ["ichor detect < {good}", "ichor eval {good}", "ichor status"])
+@pytest.mark.parametrize(
+    "command", ["ichor detect < {good}", "ichor eval {good}", "ichor status", "ichor --help", "ichor help eval"]
+)
 def test_a_full_disk_is_one_line_not_a_traceback(command, tmp_path):
     good = tmp_path / "good.jsonl"
     good.write_bytes(jsonl(*GOOD))

@@ -74,6 +74,11 @@ class _ShellParser(SuggestingParser):
     def error(self, message: str):
         self.exit(2, f"ichor: {one_line(message)} (see: {self.prog} --help)\n")
 
+    def _print_message(self, message: str, file=None) -> None:
+        # argparse swallows a failed write (--help > /dev/full): let it reach main, which says so.
+        if message:
+            (file or sys.stderr).write(message)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _ShellParser(
@@ -156,15 +161,9 @@ def _output_error(exc: OSError) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
-        return exc.code if isinstance(exc.code, int) else 2
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    try:
-        code = _run(parser, args)
-        sys.stdout.flush()
+        code = _parse_and_run(parser, argv)
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, so a full disk is reported like any other failed write
         return code
     except BrokenPipeError:
         _silence_stdout()
@@ -179,6 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ichor: interrupted", file=sys.stderr)
         return 130
+
+
+def _parse_and_run(parser: argparse.ArgumentParser, argv: list[str] | None) -> int:
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed as one line
+        return exc.code if isinstance(exc.code, int) else 2
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return _run(parser, args)
 
 
 if __name__ == "__main__":
