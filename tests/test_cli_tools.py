@@ -406,6 +406,26 @@ def test_refitted_detector_decides_detect_and_eval(home, capsys, monkeypatch):
     assert paths and not any(paths)  # without --refitted, the shipped detector
 
 
+def test_refitted_decides_stage_1_under_a_confirming_model_too(home, capsys, monkeypatch):
+    import ichor.detect as detect
+    from ichor.testing.hermes_harness import StubLLM
+
+    decide_some(home)
+    run(capsys, monkeypatch, "detect", "refit")
+    paths = []
+    real = detect.detect_model.load
+    monkeypatch.setattr(detect.detect_model, "load", lambda path=None: paths.append(path) or real(path))
+    stub = StubLLM()
+    stub.reply_when["use pnpm"] = '{"is_correction": true, "kind": "correction", "label": "use pnpm"}'
+    try:
+        argv = ["detect", "--refitted", "--llm", stub.base_url, "--model", "m"]
+        code, out, _ = run(capsys, monkeypatch, *argv, stdin=jsonl(GOOD[0]))
+    finally:
+        stub.close()
+    assert code == 0 and json.loads(out)["stage"] == 2 and len(stub.requests) == 1
+    assert paths and all(Path(p).name == PROFILE_MODEL for p in paths)
+
+
 @pytest.mark.parametrize("via", ["env", "option"])
 def test_refit_never_creates_a_profile_in_a_missing_home(via, tmp_path, capsys, monkeypatch):
     missing = tmp_path / "nonexist"

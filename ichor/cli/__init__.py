@@ -154,7 +154,8 @@ def _run(parser: argparse.ArgumentParser, args) -> int:
 
 
 def _output_error(exc: OSError) -> str:
-    where = f": {exc.filename}" if exc.filename else " (the output)"
+    names = " → ".join(str(name) for name in (exc.filename, exc.filename2) if name)
+    where = f": {names}" if names else " (the output)"
     return f"can't write{where}: {exc.strerror or exc}"
 
 
