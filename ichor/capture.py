@@ -29,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect
-from .confirm import Window, stage1
+from .confirm import Window, needs_confirming, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -58,7 +58,7 @@ class Capture:
     """A pair worth asking the user about; ``pair`` is already cut and scrubbed."""
 
     pair: NewPair
-    detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
+    detected: bool = False  # the detector's model decided (stage 2 may confirm it): not a /retry, an /undo or the gate
     said: str = ""  # all the assistant wrote in the rejected turn, cut and scrubbed, when the detector decided
     # and it is more than the final answer (``pair.rejected``)
 
@@ -229,8 +229,8 @@ def _classify(pending: Pending, threshold: str, model_path):
     if pending.shape == "undo":
         return "undo", stage1(window, "standalone", model_path).label or "undone answer", False
     found = stage1(window, threshold, model_path)
-    if found.kind in ("correction", "retry"):
-        return found.kind, found.label, True
+    if found.is_correction:
+        return found.kind, found.label, needs_confirming(found)
     return None, None, False
 
 

@@ -6,7 +6,7 @@ relation to the previous turn, the hand rules of ``ichor.detect_rules`` as featu
 the opening of the reply.  Only the labelling rules' clear cases skip the model: an identical re-send
 is a retry, a bare yes/no/continue/thanks never a correction.  Two operating points, both chosen by
 cross-validation grouped by repository: ``standalone`` (best F1, used when nothing confirms) and
-``candidate`` (recall >= 0.90, for a confirming second stage).  Pure Python: it runs inside Hermes'
+``candidate`` (aimed at recall 0.97, for a confirming second stage).  Pure Python: it runs inside Hermes'
 own environment.
 """
 
