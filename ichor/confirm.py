@@ -97,7 +97,7 @@ class Decision:
     """The final decision on a candidate, and where it came from.
 
     ``stage`` is 2 when the model's answer decided, 1 when stage 1 did (after ``reason``: timeout, error,
-    garbage). ``tokens`` is the call's total from the usage the model reported, or an estimate from the
+    garbage, or busy: too many earlier calls still wait, and this one was not made). ``tokens`` is the call's total from the usage the model reported, or an estimate from the
     characters sent and received when it reported none (``tokens_estimated``).
     """
 
@@ -112,7 +112,7 @@ class Decision:
     @property
     def asked_model(self) -> bool:
         """Whether the window reached stage 2 (whatever came back)."""
-        return self.stage == 2 or self.reason is not None
+        return self.stage == 2 or self.reason not in (None, "busy")
 
 
 def stage1(window: Window, threshold: str, model_path: str | Path | None = None) -> detect.Detection:
@@ -219,7 +219,7 @@ def confirm(window: Window, complete_fn: CompleteFn, timeout: float, fallback: C
     messages = confirmation_messages(window)
     outcome = _call_with_deadline(lambda: complete_fn(messages, timeout), timeout)
     if isinstance(outcome, BaseException):
-        reason = "timeout" if _is_timeout(outcome) else "error"
+        reason = "timeout" if _is_timeout(outcome) else "busy" if isinstance(outcome, _Busy) else "error"
         log.warning("ichor: confirmation %s (%s), stage 1 decides", reason, _one_line(outcome))
         return _from_stage1(fallback(), reason)
     text, usage = outcome
@@ -251,7 +251,19 @@ class _Timeout(TimeoutError):
     pass
 
 
+class _Busy(RuntimeError):
+    pass
+
+
+# Calls that may be in flight at once. A model that ignores its timeout keeps its call's thread after
+# the decision has fallen back; past this many such threads, candidates fall back without a call.
+MAX_CALLS = 4
+_CALLS = threading.BoundedSemaphore(MAX_CALLS)
+
+
 def _call_with_deadline(fn: Callable[[], tuple[str, dict]], timeout: float):
+    if not _CALLS.acquire(blocking=False):
+        return _Busy(f"{MAX_CALLS} calls still wait for the model")
     box: list = []
 
     def run() -> None:
@@ -259,6 +271,8 @@ def _call_with_deadline(fn: Callable[[], tuple[str, dict]], timeout: float):
             box.append(fn())
         except BaseException as exc:  # handed back to the caller, which falls back
             box.append(exc)
+        finally:
+            _CALLS.release()
 
     worker = threading.Thread(target=run, name="ichor-confirm-call", daemon=True)
     worker.start()

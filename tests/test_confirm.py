@@ -207,6 +207,30 @@ def test_a_timeout_raised_by_the_client_counts_as_a_timeout(caplog):
     assert decision.reason == "timeout"
 
 
+def test_calls_a_model_never_returns_from_are_bounded(caplog):
+    release = threading.Event()
+
+    def hangs(messages, timeout):
+        release.wait(30)
+        return '{"kind": "none"}', {}
+
+    def stuck_calls():
+        return [t for t in threading.enumerate() if t.name == "ichor-confirm-call" and t.is_alive()]
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="ichor.confirm"):
+            decisions = [confirm.confirm(WINDOW, hangs, 0.05, Stage1()) for _ in range(confirm.MAX_CALLS + 3)]
+        assert [d.reason for d in decisions] == ["timeout"] * confirm.MAX_CALLS + ["busy"] * 3
+        assert all(d.is_correction and d.stage == 1 for d in decisions)  # stage 1 decided every one
+        assert not any(d.asked_model for d in decisions[confirm.MAX_CALLS :])
+        assert len(stuck_calls()) == confirm.MAX_CALLS
+    finally:
+        release.set()
+    for thread in stuck_calls():
+        thread.join(5)
+    assert confirm.confirm(WINDOW, answering('{"kind": "none"}'), 5, Stage1()).stage == 2  # free again
+
+
 def test_stage_one_saying_none_stays_none_on_fallback():
     decision = confirm.confirm(WINDOW, answering("nope"), 5, Stage1(kind="none", label=None))
     assert (decision.is_correction, decision.kind, decision.stage) == (False, "none", 1)
