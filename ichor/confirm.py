@@ -97,8 +97,9 @@ class Decision:
     """The final decision on a candidate, and where it came from.
 
     ``stage`` is 2 when the model's answer decided, 1 when stage 1 did (after ``reason``: timeout, error,
-    garbage, or busy: too many earlier calls still wait, and this one was not made). ``tokens`` is the call's total from the usage the model reported, or an estimate from the
-    characters sent and received when it reported none (``tokens_estimated``).
+    garbage, or busy: too many earlier calls still wait, and this one was not made). ``tokens`` is the
+    call's total from the usage the model reported, or an estimate from the characters sent and received
+    when it reported none (``tokens_estimated``).
     """
 
     is_correction: bool

@@ -245,6 +245,58 @@ def test_a_refit_of_an_older_release_gives_way_to_the_shipped_model_then_is_redo
     assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=path).is_correction
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"models": {}},
+        {"models": {"reply": {"bias": 0.0, "weights": {}}, "no_reply": {"bias": 0.0, "weights": {}}}},
+        {"models": "none"},
+        [],
+    ],
+)
+def test_an_incomplete_profile_model_gives_way_to_the_shipped_one(tmp_path, broken):
+    path = tmp_path / "detector.json"
+    path.write_text(json.dumps(broken))
+    shipped = detect(REQUEST, CODE_ANSWER, "it still fails with the same error", None)
+    assert detect(REQUEST, CODE_ANSWER, "it still fails with the same error", None, model_path=path) == shipped
+
+
+def test_a_detector_failure_is_logged_once_not_swallowed(monkeypatch, caplog):
+    def broken(*_):
+        raise RuntimeError("weights are missing")
+
+    monkeypatch.setattr(D, "detect_window", broken)
+    monkeypatch.setattr(D, "_SAID", set())
+    with caplog.at_level("WARNING", logger="ichor.detect"):
+        found = [detect(REQUEST, CODE_ANSWER, "no, that's wrong", None) for _ in range(3)]
+    assert all(f.kind == "none" and f.layers == ("error",) for f in found)
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "RuntimeError: weights are missing" in line
+
+
+def test_refits_written_at_the_same_moment_never_tear_the_model(tmp_path):
+    import threading
+
+    path = tmp_path / "detector.json"
+    model = detect_model.shipped()
+    errors = []
+
+    def write():
+        try:
+            for _ in range(5):
+                detect_model.dump(model, path)
+        except Exception as exc:  # pragma: no cover - what the test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and list(tmp_path.iterdir()) == [path]
+    assert detect_model.parse(json.loads(path.read_text()))["models"].keys() == model["models"].keys()
+
+
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
     store = _profile(tmp_path)
     detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)
