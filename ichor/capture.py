@@ -24,11 +24,12 @@ ignored. Every text is cut to ``MAX_CHARS`` and scrubbed before it leaves this m
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from . import detect
+from . import detect, detect_model, detect_refit
 from .confirm import Window, needs_confirming, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
@@ -211,8 +212,18 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     if kind is None:
         return None
     pair, said = _pair(kind, label, pending), pending.last.said
-    narrated = detected and said and said != pending.last.answer
-    return Capture(pair, detected, scrub(_cut(said)).text if narrated else "")
+    narration = scrub(_cut(said)).text if said and said != pending.last.answer else ""
+    if kind in ("correction", "retry"):
+        pair = dataclasses.replace(pair, detector_ids=_scored_ids(pair, narration))
+    return Capture(pair, detected, narration if detected else "")
+
+
+def _scored_ids(pair: NewPair, narration: str) -> dict[str, list[int]]:
+    """The detector's features of the window it scored, from the scrubbed texts: what a card decision on
+    this pair teaches the refit (the stored pair keeps only the assistant's final answer)."""
+    prev_user = pair.prompt[-1]["content"] if pair.prompt else ""
+    window = Window(prev_user, narration or pair.rejected, pair.user_said, pair.accepted)
+    return detect_refit.window_ids(window, detect_model.shipped())
 
 
 def detection_window(pending: Pending) -> Window:

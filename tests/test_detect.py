@@ -413,6 +413,37 @@ def test_card_decisions_feed_the_profiles_refit(tmp_path):
     assert detect_refit.load_decisions(store) == []
 
 
+def test_a_card_decision_teaches_the_refit_what_the_detector_read(tmp_path):
+    """The stored pair keeps only the final answer; the detector read the whole turn (an edit reported
+    on the way). The decision records the features of the window the detector scored."""
+    from ichor import commands
+    from ichor.capture import Tracker, Turn
+    from ichor.store import Store
+
+    ask = "make the login keep the session alive"
+    narrated = [
+        {"role": "user", "content": ask},
+        {"role": "assistant", "content": "I've updated `auth.ts` so that the token is refreshed before it expires."},
+        {"role": "assistant", "content": "Done."},
+    ]
+    error = "TypeError: Cannot read properties of undefined (reading 'token')\n    at refresh (src/auth.ts:12:5)"
+    tracker = Tracker()
+    tracker.observe(Turn("s1", "cli", ask, "Done.", narrated), "candidate")
+    history = narrated + [{"role": "user", "content": error}, {"role": "assistant", "content": "Sorry, fixed."}]
+    captured = tracker.observe(Turn("s1", "cli", error, "Sorry, fixed.", history), "candidate")
+    assert captured is not None and captured.pair.rejected == "Done."
+    edited = detect_model.feature_id("pa_edited")
+    assert edited in captured.pair.detector_ids["no_reply"]
+    store = Store(tmp_path / "ichor.db")
+    pair = store.add_pair(captured.pair)
+    commands.run_chat(store, f"keep {pair.id}")
+    [decision] = detect_refit.load_decisions(store)
+    assert decision["ids"] == captured.pair.detector_ids and decision["y"] == 1
+    # rebuilt from the stored pair instead, the edit would be lost
+    detect_refit.note_decision(store, ask, pair.rejected, pair.user_said, pair.accepted, True, key="rebuilt")
+    assert edited not in detect_refit.load_decisions(store)[-1]["ids"]["no_reply"]
+
+
 LONG_SPEC = "Here is the plan for the page layout and the colours we agreed on earlier today. " * 8
 
 
