@@ -24,12 +24,13 @@ ignored. Every text is cut to ``MAX_CHARS`` and scrubbed before it leaves this m
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from . import detect
-from .confirm import Window, stage1
+from . import detect, detect_model, detect_refit
+from .confirm import Window, needs_confirming, stage1
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -58,7 +59,7 @@ class Capture:
     """A pair worth asking the user about; ``pair`` is already cut and scrubbed."""
 
     pair: NewPair
-    detected: bool = False  # the detector's decision (stage 2 may confirm it), not a /retry or /undo
+    detected: bool = False  # the detector's model decided (stage 2 may confirm it): not a /retry, an /undo or the gate
     said: str = ""  # all the assistant wrote in the rejected turn, cut and scrubbed, when the detector decided
     # and it is more than the final answer (``pair.rejected``)
 
@@ -211,8 +212,18 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     if kind is None:
         return None
     pair, said = _pair(kind, label, pending), pending.last.said
-    narrated = detected and said and said != pending.last.answer
-    return Capture(pair, detected, scrub(_cut(said)).text if narrated else "")
+    narration = scrub(_cut(said)).text if said and said != pending.last.answer else ""
+    if kind in ("correction", "retry"):
+        pair = dataclasses.replace(pair, detector_ids=_scored_ids(pair, narration))
+    return Capture(pair, detected, narration if detected else "")
+
+
+def _scored_ids(pair: NewPair, narration: str) -> dict[str, list[int]]:
+    """The detector's features of the window it scored, from the scrubbed texts: what a card decision on
+    this pair teaches the refit (the stored pair keeps only the assistant's final answer)."""
+    prev_user = pair.prompt[-1]["content"] if pair.prompt else ""
+    window = Window(prev_user, narration or pair.rejected, pair.user_said, pair.accepted)
+    return detect_refit.window_ids(window, detect_model.shipped())
 
 
 def detection_window(pending: Pending) -> Window:
@@ -229,8 +240,8 @@ def _classify(pending: Pending, threshold: str, model_path):
     if pending.shape == "undo":
         return "undo", stage1(window, "standalone", model_path).label or "undone answer", False
     found = stage1(window, threshold, model_path)
-    if found.kind in ("correction", "retry"):
-        return found.kind, found.label, True
+    if found.is_correction:
+        return found.kind, found.label, needs_confirming(found)
     return None, None, False
 
 

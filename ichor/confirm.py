@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import detect
+from .scrub import scrub
 
 log = logging.getLogger("ichor.confirm")
 
@@ -29,6 +30,7 @@ MAX_TOKENS = 150  # the JSON is ~25 tokens; room for a code fence or a sentence 
 # start says what was done and its end what was asked of the user; the reply to the new message is context.
 BUDGETS = {"prev_user": 1200, "prev_assistant": 2400, "user": 2400, "assistant": 600}
 CUT_MARK = " […] "
+LABEL_WORD_CHARS = 30  # a label names a mistake in 2-4 words; a longer "word" is cut
 CHARS_PER_TOKEN = 4  # only for an estimate when an endpoint reports no usage
 CompleteFn = Callable[[Sequence[dict], float], tuple[str, dict]]
 
@@ -95,8 +97,9 @@ class Decision:
     """The final decision on a candidate, and where it came from.
 
     ``stage`` is 2 when the model's answer decided, 1 when stage 1 did (after ``reason``: timeout, error,
-    garbage). ``tokens`` is the call's total from the usage the model reported, or an estimate from the
-    characters sent and received when it reported none (``tokens_estimated``).
+    garbage, or busy: too many earlier calls still wait, and this one was not made). ``tokens`` is the
+    call's total from the usage the model reported, or an estimate from the characters sent and received
+    when it reported none (``tokens_estimated``).
     """
 
     is_correction: bool
@@ -110,7 +113,7 @@ class Decision:
     @property
     def asked_model(self) -> bool:
         """Whether the window reached stage 2 (whatever came back)."""
-        return self.stage == 2 or self.reason is not None
+        return self.stage == 2 or self.reason not in (None, "busy")
 
 
 def stage1(window: Window, threshold: str, model_path: str | Path | None = None) -> detect.Detection:
@@ -124,14 +127,28 @@ def stage1(window: Window, threshold: str, model_path: str | Path | None = None)
 
 
 def two_stage(window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT) -> Decision:
-    """Stage 1 at its candidate point; a candidate goes to stage 2, which falls back to stage 1 standalone."""
+    """Stage 1 at its candidate point; a candidate goes to stage 2, which falls back to stage 1 standalone.
+
+    ``window`` is the raw exchange (as a shell reads it): stage 1 reads it, and stage 2 gets it scrubbed."""
     candidate = stage1(window, "candidate")
-    if not candidate.is_correction:
-        return Decision(False, "none", None, 1)
-    decision = confirm(window, complete_fn, timeout, lambda: stage1(window, "standalone"))
+    if not needs_confirming(candidate):
+        return Decision(candidate.is_correction, candidate.kind, candidate.label, 1)
+    decision = confirm(scrubbed(window), complete_fn, timeout, lambda: stage1(window, "standalone"))
     if decision.is_correction and not decision.label:
         return dataclasses.replace(decision, label=candidate.label)
     return decision
+
+
+def needs_confirming(found: detect.Detection) -> bool:
+    """A candidate for stage 2: what the model found; what the labelling rules decide outright (an identical
+    re-send, a bare reply: the gate) stands as it is."""
+    return found.is_correction and "gate" not in found.layers
+
+
+def scrubbed(window: Window) -> Window:
+    """The window as it may leave this machine: each side scrubbed. A side is first cut to four times its
+    budget, so a long paste costs little and no secret split by that cut reaches the final, shorter cut."""
+    return Window(**{f: scrub(cut(getattr(window, f), 4 * BUDGETS[f])).text for f, _ in SECTIONS})
 
 
 def cut(text: str, budget: int) -> str:
@@ -175,10 +192,10 @@ def parse_confirmation(text: str) -> Confirmation | None:
 
 def _confirmation(obj: dict) -> Confirmation | None:
     kind, flag = obj.get("kind"), obj.get("is_correction")
-    if kind not in KINDS and not isinstance(flag, bool):
-        return None
-    if kind not in KINDS:
+    if kind is None and isinstance(flag, bool):
         kind = "correction" if flag else "none"
+    if kind not in KINDS:
+        return None
     # A retry is not a correction in plain words, so "is_correction": false beside "kind": "retry" is a
     # reading of the question, not a contradiction; its kind decides.
     if isinstance(flag, bool) and flag != (kind != "none") and kind != "retry":
@@ -191,7 +208,7 @@ def _label(raw) -> str | None:
     if not isinstance(raw, str):
         return None
     words = _LABEL_WORD.findall(raw.lower())
-    return " ".join(words[:4]) if words else None
+    return " ".join(w[:LABEL_WORD_CHARS] for w in words[:4]) if words else None
 
 
 def confirm(window: Window, complete_fn: CompleteFn, timeout: float, fallback: Callable[[], object]) -> Decision:
@@ -203,7 +220,7 @@ def confirm(window: Window, complete_fn: CompleteFn, timeout: float, fallback: C
     messages = confirmation_messages(window)
     outcome = _call_with_deadline(lambda: complete_fn(messages, timeout), timeout)
     if isinstance(outcome, BaseException):
-        reason = "timeout" if _is_timeout(outcome) else "error"
+        reason = "timeout" if _is_timeout(outcome) else "busy" if isinstance(outcome, _Busy) else "error"
         log.warning("ichor: confirmation %s (%s), stage 1 decides", reason, _one_line(outcome))
         return _from_stage1(fallback(), reason)
     text, usage = outcome
@@ -235,7 +252,19 @@ class _Timeout(TimeoutError):
     pass
 
 
+class _Busy(RuntimeError):
+    pass
+
+
+# Calls that may be in flight at once. A model that ignores its timeout keeps its call's thread after
+# the decision has fallen back; past this many such threads, candidates fall back without a call.
+MAX_CALLS = 4
+_CALLS = threading.BoundedSemaphore(MAX_CALLS)
+
+
 def _call_with_deadline(fn: Callable[[], tuple[str, dict]], timeout: float):
+    if not _CALLS.acquire(blocking=False):
+        return _Busy(f"{MAX_CALLS} calls still wait for the model")
     box: list = []
 
     def run() -> None:
@@ -243,6 +272,8 @@ def _call_with_deadline(fn: Callable[[], tuple[str, dict]], timeout: float):
             box.append(fn())
         except BaseException as exc:  # handed back to the caller, which falls back
             box.append(exc)
+        finally:
+            _CALLS.release()
 
     worker = threading.Thread(target=run, name="ichor-confirm-call", daemon=True)
     worker.start()

@@ -6,12 +6,13 @@ relation to the previous turn, the hand rules of ``ichor.detect_rules`` as featu
 the opening of the reply.  Only the labelling rules' clear cases skip the model: an identical re-send
 is a retry, a bare yes/no/continue/thanks never a correction.  Two operating points, both chosen by
 cross-validation grouped by repository: ``standalone`` (best F1, used when nothing confirms) and
-``candidate`` (recall >= 0.90, for a confirming second stage).  Pure Python: it runs inside Hermes'
+``candidate`` (aimed at recall 0.97, for a confirming second stage).  Pure Python: it runs inside Hermes'
 own environment.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from .detect_features import features
 from .detect_label import mistake_label
 from .detect_rules import bare_reply, identical_resend, rule_hits
 from .detect_text import MAX_CHARS, Window, normalise
+
+log = logging.getLogger(__name__)
 
 __all__ = ["KINDS", "MAX_CHARS", "Detection", "Window", "detect", "detect_window", "mistake_label"]
 
@@ -58,8 +61,22 @@ def detect(
     try:
         window = Window.of(prev_user, prev_assistant, user, assistant)
         return detect_window(window, threshold, detect_model.load(model_path))
-    except Exception:  # never let a detector bug break a user's turn
+    except Exception as exc:  # never let a detector bug break a user's turn
+        _say_once(exc)
         return Detection("none", None, 0.0, ("error",))
+
+
+_SAID: set[str] = set()
+
+
+def _say_once(exc: Exception) -> None:
+    """One log line per kind of failure: each turn would repeat it, yet silence would hide that capture
+    has stopped."""
+    if type(exc).__name__ not in _SAID:
+        _SAID.add(type(exc).__name__)
+        log.warning(
+            "ichor: the detector failed (%s: %s); it answers 'none' until this is fixed", type(exc).__name__, exc
+        )
 
 
 def model_name(w: Window) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import tempfile
 import zlib
 from functools import lru_cache
 from pathlib import Path
@@ -56,9 +57,20 @@ def dump(model: dict, path: Path) -> None:
         for name, linear in model["models"].items()
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(out, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    # A name of its own: a refit from the shell and one in Hermes may write at the same moment.
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False) as fh:
+        tmp = Path(fh.name)
+        try:
+            fh.write(json.dumps(out, sort_keys=True, ensure_ascii=False) + "\n")
+        except BaseException:
+            fh.close()
+            tmp.unlink(missing_ok=True)
+            raise
+    try:
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 @lru_cache(maxsize=1)
@@ -94,11 +106,24 @@ def load(path: str | Path | None = None) -> dict:
     if path is not None:
         try:
             model = _from_file(str(path), Path(path).stat().st_mtime_ns)
-            if not is_stale(model):
+            if _complete(model) and not is_stale(model):
                 return model
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             pass
     return shipped()
+
+
+_LINEAR_KEYS = ("bias", "weights", "families", "thresholds")
+
+
+def _complete(model: dict) -> bool:
+    """Whether a model file has every entry and operating point the shipped model has."""
+    linears = model["models"]
+    return all(
+        all(key in linears[name] for key in _LINEAR_KEYS)
+        and set(shipped()["models"][name]["thresholds"]) <= set(linears[name]["thresholds"])
+        for name in shipped()["models"]
+    )
 
 
 def threshold(linear: dict, point: str | float) -> float:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import detect_model
-from .detect import Window, model_name
+from .detect import Window
 from .detect_features import features
 
 log = logging.getLogger(__name__)
@@ -55,16 +55,23 @@ def note_decision(
     """Append one decision (hashed features only) to the profile's decision log; a later decision with the
     same ``key`` (a pair's uid) replaces an earlier one."""
     window = Window.of(prev_user, prev_assistant, user, assistant)
-    record = {"y": int(bool(positive)), "model": model_name(window), "ids": window_ids(window, detect_model.shipped())}
-    record.update(t=round(time.time(), 3), key=key)
-    path = profile_dir(store) / DECISIONS
-    with open(path, "a", encoding="utf-8") as fh:
+    _append(store, window_ids(window, detect_model.shipped()), positive, key)
+
+
+def _append(store, ids: dict[str, list[int]], positive: bool, key: str | None) -> None:
+    record = {"y": int(bool(positive)), "ids": ids, "t": round(time.time(), 3), "key": key}
+    with open(profile_dir(store) / DECISIONS, "a", encoding="utf-8") as fh:
         fh.write(json.dumps(record) + "\n")
 
 
 def note_pair(store, pair, positive: bool) -> None:
-    """Record a card decision on a captured correction or retry (the window it was detected in)."""
+    """Record a card decision on a captured correction or retry: the features the detector scored when it
+    captured the pair, or (a pair captured before they were kept) the window rebuilt from the pair."""
     if pair.kind not in ("correction", "retry"):
+        return
+    scored = store.detector_ids(pair.id)
+    if scored:
+        _append(store, scored, positive, pair.uid)
         return
     prompt = pair.prompt or [{}]
     prev_user = str(prompt[-1].get("content", "")) if isinstance(prompt[-1], dict) else ""

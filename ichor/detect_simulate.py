@@ -22,7 +22,11 @@ from .detect_refit import update
 from .evaluate import _block
 
 
-def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest: int = 5, written_rows=()):
+def simulate(
+    rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest: int = 5, written_rows=(), cards: bool = False
+):
+    """P and R on the rest of each repository before and after a refit on its first K decisions: its first
+    K windows, or with ``cards`` its first K windows the base model flags (what a user sees as cards)."""
     shipped = detect_model.shipped()["models"]["reply"]
     variant, cfg = shipped["variant"], F.Config(**shipped["config"])
     written = F.Written.of(list(written_rows), variant)
@@ -39,10 +43,13 @@ def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest:
         base["thresholds"] = {"standalone": F.best_f1_threshold(oof, sub[1], [forced[i] for i in tr])[0]}
         for repo in sorted({groups[i] for i in test}):
             mine = [i for i in test if groups[i] == repo]  # file order
+            flagged = [i for i in mine if _flags(base, ids[i], forced[i])] if cards else mine
             for k in ks:
-                if len(mine) < k + min_rest:
+                if len(flagged) < k:
                     continue
-                decided, rest = mine[:k], mine[k:]
+                decided, rest = flagged[:k], mine[mine.index(flagged[k - 1]) + 1 :]
+                if len(rest) < min_rest:
+                    continue
                 after = update(base, [(ids[i], y[i]) for i in decided])
                 c = counts[k]
                 c["repositories"] += 1
@@ -52,10 +59,14 @@ def simulate(rows: list[dict], ks=(10, 25, 50), outer_folds: int = 10, min_rest:
     return {k: _summary(c) for k, c in counts.items()}
 
 
+def _flags(linear: dict, row_ids: list[int], gate: bool | None) -> bool:
+    """The decision at the standalone point (the gate's where it decides)."""
+    return detect_model.score(row_ids, linear) >= linear["thresholds"]["standalone"] if gate is None else gate
+
+
 def _count(acc: list[int], linear: dict, windows) -> None:
-    t = linear["thresholds"]["standalone"]
     for row_ids, gold, gate in windows:
-        pred = detect_model.score(row_ids, linear) >= t if gate is None else gate
+        pred = _flags(linear, row_ids, gate)
         acc[0] += pred and gold
         acc[1] += pred and not gold
         acc[2] += (not pred) and gold
@@ -77,7 +88,7 @@ def markdown(result: dict) -> str:
     ]
     for k, s in result.items():
         if not s["repositories"]:
-            lines.append(f"| {k} | 0 | – | no repository has {k} + 5 windows | |")
+            lines.append(f"| {k} | 0 | – | no repository has {k} decisions and 5 windows after them | |")
             continue
         b, a = s["before"], s["after"]
         lines.append(
@@ -94,9 +105,13 @@ def _cell(r: dict) -> str:
 def main(argv=None) -> int:
     parser = F.data_parser("ichor.detect_simulate", __doc__)
     F.add_written_argument(parser)
+    parser.add_argument(
+        "--cards", action="store_true", help="decisions are the windows the base model flags, as a user's cards are"
+    )
     args = parser.parse_args(argv)
     rows = F.rows_or_exit(parser, args.data)
-    print(markdown(simulate(rows, written_rows=F.rows_or_exit(parser, args.written))))
+    written = F.rows_or_exit(parser, args.written)
+    print(markdown(simulate(rows, written_rows=written, cards=args.cards)))
     return 0
 
 

@@ -90,3 +90,10 @@ def m004_data_file_location(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE pairs ADD COLUMN data_dir TEXT")
     db.execute("CREATE TABLE forgotten (uid TEXT PRIMARY KEY, forgotten_at REAL NOT NULL)")
     db.execute("CREATE TABLE data_dirs (path TEXT PRIMARY KEY)")
+
+
+@migration
+def m005_detector_ids(db: sqlite3.Connection) -> None:
+    # The hashed features of the window the detector scored (from the scrubbed texts, with the whole turn
+    # the assistant wrote), so that a card decision teaches the refit what the detector read. Never exported.
+    db.execute("ALTER TABLE pairs ADD COLUMN detector_ids TEXT")

@@ -74,6 +74,8 @@ class NewPair:
     platform: str = ""
     session_id: str = ""
     scrubbed: dict[str, int] = field(default_factory=dict)
+    # The detector's hashed features of the window it scored, per model entry (``detect_refit.window_ids``).
+    detector_ids: dict[str, list[int]] | None = None
 
     def fingerprint(self) -> str:
         blob = json.dumps([self.session_id, self.prompt, self.rejected, self.accepted], sort_keys=True)
@@ -340,8 +342,8 @@ class Store:
         fp = new.fingerprint()
         self._write(
             "INSERT OR IGNORE INTO pairs (uid, fingerprint, status, kind, label, user_said, prompt_json, rejected, "
-            "accepted, platform, session_id, scrubbed_json, created_at, updated_at) "
-            "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "accepted, platform, session_id, scrubbed_json, created_at, updated_at, detector_ids) "
+            "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 uuid.uuid4().hex,
                 fp,
@@ -356,6 +358,7 @@ class Store:
                 json.dumps(new.scrubbed),
                 now,
                 now,
+                None if new.detector_ids is None else json.dumps(new.detector_ids),
             ),
         )
         return _row_to_pair(self._read(f"SELECT {_COLUMNS} FROM pairs WHERE fingerprint = ?", (fp,))[0])
@@ -363,6 +366,12 @@ class Store:
     def get(self, pair_id: int) -> Pair | None:
         rows = self._read(f"SELECT {_COLUMNS} FROM pairs WHERE id = ?", (pair_id,))
         return _row_to_pair(rows[0]) if rows else None
+
+    def detector_ids(self, pair_id: int) -> dict[str, list[int]] | None:
+        """The hashed features the detector scored when it captured the pair; None for a pair it did not
+        capture, or one captured before they were kept."""
+        rows = self._read("SELECT detector_ids FROM pairs WHERE id = ?", (pair_id,))
+        return json.loads(rows[0][0]) if rows and rows[0][0] else None
 
     def require(self, pair_id: int) -> Pair:
         pair = self.get(pair_id)

@@ -107,6 +107,7 @@ def test_parse_reads_the_json_around_prose_and_fences(text, expected):
         "[1, 2]",
         '{"is_correction": false, "kind": "correction"}',
         '{"is_correction": true, "kind": "none"',
+        '{"is_correction": true, "kind": "banana"}',
     ],
 )
 def test_parse_refuses_garbage(text):
@@ -206,9 +207,73 @@ def test_a_timeout_raised_by_the_client_counts_as_a_timeout(caplog):
     assert decision.reason == "timeout"
 
 
+def test_calls_a_model_never_returns_from_are_bounded(caplog):
+    release = threading.Event()
+
+    def hangs(messages, timeout):
+        release.wait(30)
+        return '{"kind": "none"}', {}
+
+    def stuck_calls():
+        return [t for t in threading.enumerate() if t.name == "ichor-confirm-call" and t.is_alive()]
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="ichor.confirm"):
+            decisions = [confirm.confirm(WINDOW, hangs, 0.05, Stage1()) for _ in range(confirm.MAX_CALLS + 3)]
+        assert [d.reason for d in decisions] == ["timeout"] * confirm.MAX_CALLS + ["busy"] * 3
+        assert all(d.is_correction and d.stage == 1 for d in decisions)  # stage 1 decided every one
+        assert not any(d.asked_model for d in decisions[confirm.MAX_CALLS :])
+        assert len(stuck_calls()) == confirm.MAX_CALLS
+    finally:
+        release.set()
+    for thread in stuck_calls():
+        thread.join(5)
+    assert confirm.confirm(WINDOW, answering('{"kind": "none"}'), 5, Stage1()).stage == 2  # free again
+
+
 def test_stage_one_saying_none_stays_none_on_fallback():
     decision = confirm.confirm(WINDOW, answering("nope"), 5, Stage1(kind="none", label=None))
     assert (decision.is_correction, decision.kind, decision.stage) == (False, "none", 1)
+
+
+def test_a_label_word_is_cut_to_its_length():
+    found = parse_confirmation('{"kind": "correction", "label": "%s wrong flag"}' % ("x" * 5000))
+    assert found.label == "x" * confirm.LABEL_WORD_CHARS + " wrong flag"
+
+
+# ------------------------------------------------------------------------------- two_stage()
+
+SECRET_WINDOW = Window(
+    "deploy with token ghp_16C7e42F292c6912E7710c838347Ae178B4a please",
+    "Deployed from /home/ada/site; mail ada@lovelace-labs.io if it fails.",
+    "no, that failed: password=hunter2secret, it still does not deploy",
+    "",
+)
+
+
+def test_two_stage_sends_the_model_a_scrubbed_window():
+    complete = answering('{"is_correction": true, "kind": "correction", "label": "deploy failed"}')
+    decision = confirm.two_stage(SECRET_WINDOW, complete, 5)
+    assert decision.stage == 2 and decision.is_correction
+    [(messages, _)] = complete.seen
+    sent = "\n".join(m["content"] for m in messages)
+    for secret in (
+        "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+        "hunter2secret",
+        "ada@lovelace-labs.io",
+        "/home/ada",
+    ):
+        assert secret not in sent
+    assert "still does not deploy" in sent  # what the model must judge is still there
+
+
+def test_what_the_labelling_rules_decide_outright_never_reaches_the_model():
+    complete = answering('{"is_correction": false, "kind": "none", "label": null}')
+    resent = confirm.two_stage(Window("sort the list by size", "ls -S", "sort the list by size", ""), complete, 5)
+    bare = confirm.two_stage(Window("sort the list by size", "ls -S", "thanks!", ""), complete, 5)
+    assert (resent.kind, resent.label, resent.stage) == ("retry", "identical re-send", 1)
+    assert (bare.kind, bare.stage) == ("none", 1)
+    assert complete.seen == []
 
 
 def test_confirmation_is_a_plain_value():

@@ -245,6 +245,58 @@ def test_a_refit_of_an_older_release_gives_way_to_the_shipped_model_then_is_redo
     assert detect(REQUEST, CODE_ANSWER, ODD, None, model_path=path).is_correction
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        {"models": {}},
+        {"models": {"reply": {"bias": 0.0, "weights": {}}, "no_reply": {"bias": 0.0, "weights": {}}}},
+        {"models": "none"},
+        [],
+    ],
+)
+def test_an_incomplete_profile_model_gives_way_to_the_shipped_one(tmp_path, broken):
+    path = tmp_path / "detector.json"
+    path.write_text(json.dumps(broken))
+    shipped = detect(REQUEST, CODE_ANSWER, "it still fails with the same error", None)
+    assert detect(REQUEST, CODE_ANSWER, "it still fails with the same error", None, model_path=path) == shipped
+
+
+def test_a_detector_failure_is_logged_once_not_swallowed(monkeypatch, caplog):
+    def broken(*_):
+        raise RuntimeError("weights are missing")
+
+    monkeypatch.setattr(D, "detect_window", broken)
+    monkeypatch.setattr(D, "_SAID", set())
+    with caplog.at_level("WARNING", logger="ichor.detect"):
+        found = [detect(REQUEST, CODE_ANSWER, "no, that's wrong", None) for _ in range(3)]
+    assert all(f.kind == "none" and f.layers == ("error",) for f in found)
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "RuntimeError: weights are missing" in line
+
+
+def test_refits_written_at_the_same_moment_never_tear_the_model(tmp_path):
+    import threading
+
+    path = tmp_path / "detector.json"
+    model = detect_model.shipped()
+    errors = []
+
+    def write():
+        try:
+            for _ in range(5):
+                detect_model.dump(model, path)
+        except Exception as exc:  # pragma: no cover - what the test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and list(tmp_path.iterdir()) == [path]
+    assert detect_model.parse(json.loads(path.read_text()))["models"].keys() == model["models"].keys()
+
+
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
     store = _profile(tmp_path)
     detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)
@@ -359,6 +411,37 @@ def test_card_decisions_feed_the_profiles_refit(tmp_path):
     assert "8001" not in (tmp_path / detect_refit.DECISIONS).read_text()
     commands.run_chat(store, "forget-all yes")
     assert detect_refit.load_decisions(store) == []
+
+
+def test_a_card_decision_teaches_the_refit_what_the_detector_read(tmp_path):
+    """The stored pair keeps only the final answer; the detector read the whole turn (an edit reported
+    on the way). The decision records the features of the window the detector scored."""
+    from ichor import commands
+    from ichor.capture import Tracker, Turn
+    from ichor.store import Store
+
+    ask = "make the login keep the session alive"
+    narrated = [
+        {"role": "user", "content": ask},
+        {"role": "assistant", "content": "I've updated `auth.ts` so that the token is refreshed before it expires."},
+        {"role": "assistant", "content": "Done."},
+    ]
+    error = "TypeError: Cannot read properties of undefined (reading 'token')\n    at refresh (src/auth.ts:12:5)"
+    tracker = Tracker()
+    tracker.observe(Turn("s1", "cli", ask, "Done.", narrated), "candidate")
+    history = narrated + [{"role": "user", "content": error}, {"role": "assistant", "content": "Sorry, fixed."}]
+    captured = tracker.observe(Turn("s1", "cli", error, "Sorry, fixed.", history), "candidate")
+    assert captured is not None and captured.pair.rejected == "Done."
+    edited = detect_model.feature_id("pa_edited")
+    assert edited in captured.pair.detector_ids["no_reply"]
+    store = Store(tmp_path / "ichor.db")
+    pair = store.add_pair(captured.pair)
+    commands.run_chat(store, f"keep {pair.id}")
+    [decision] = detect_refit.load_decisions(store)
+    assert decision["ids"] == captured.pair.detector_ids and decision["y"] == 1
+    # rebuilt from the stored pair instead, the edit would be lost
+    detect_refit.note_decision(store, ask, pair.rejected, pair.user_said, pair.accepted, True, key="rebuilt")
+    assert edited not in detect_refit.load_decisions(store)[-1]["ids"]["no_reply"]
 
 
 LONG_SPEC = "Here is the plan for the page layout and the colours we agreed on earlier today. " * 8

@@ -278,7 +278,7 @@ def test_refit_simulation_reports_before_and_after_per_k():
     assert result[10]["repositories"] == 8 and result[10]["windows"] == 80
     assert result[30]["repositories"] == 0
     assert result[10]["after"]["recall"]["n"] == result[10]["before"]["recall"]["n"] == 40
-    assert "no repository has 30 + 5 windows" in detect_simulate.markdown(result)
+    assert "no repository has 30 decisions and 5 windows after them" in detect_simulate.markdown(result)
 
 
 def test_embedding_features_have_the_documented_shapes():

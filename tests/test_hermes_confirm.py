@@ -52,6 +52,21 @@ def test_the_model_sees_the_scrubbed_window_only(tmp_path):
     assert key not in sent and "[REDACTED:openai_key]" in sent
 
 
+def test_an_identical_resend_is_a_retry_without_asking_the_model(tmp_path):
+    chat = {**CHAT, "turns": [CHAT["turns"][0], {"user": ASK, "reply": "ls -lhS"}]}
+    report = run_scenario(
+        {"kind": "loop", "sessions": [chat], "reply_when": {CONFIRMATION: REJECTED}}, tmp_path / "home"
+    )
+    assert report["confirm_calls"] == []  # the labelling rules decide it: the model is not asked
+    [pair] = report["pairs"]
+    assert (pair["kind"], pair["label"], pair["rejected"], pair["accepted"]) == (
+        "retry",
+        "identical re-send",
+        "ls -S",
+        "ls -lhS",
+    )
+
+
 def test_rejected_candidate_gives_no_pair_and_no_card(tmp_path):
     report = loop(tmp_path, reply_when={CONFIRMATION: REJECTED})
     assert report["responses"] == ["ls -S", "ls -lhS"]

@@ -87,3 +87,16 @@ def test_an_unreadable_answer_falls_back_to_stage_one_as_in_the_product():
     assert report["stage2 alone"]["recall"]["k"] == 0
     both = report["stage1 candidate and stage2"]
     assert (both["precision"]["k"], both["recall"]["k"], both["recall"]["n"]) == (8, 8, 8)
+
+
+def test_only_windows_whose_prompt_scrubbing_changes_are_sent_again(tmp_path):
+    from bench import stage2_scrubbed
+
+    secret = dict(DATA[0], id="s-1", user="no, my key is ghp_16C7e42F292c6912E7710c838347Ae178B4a, use it")
+    unanswered = dict(secret, id="s-2")
+    picked = stage2_scrubbed.changed([*DATA, secret, unanswered], {r["id"] for r in DATA} | {"s-1"})
+    assert [r["id"] for r in picked] == ["s-1"]
+    stage2_scrubbed.write(picked, tmp_path)
+    sent = (tmp_path / "scrubbed" / "s-1.txt").read_text()
+    assert "ghp_16C7e42F292c6912E7710c838347Ae178B4a" not in sent and "use it" in sent
+    assert "ghp_16C7e42F292c6912E7710c838347Ae178B4a" in (tmp_path / "raw" / "s-1.txt").read_text()

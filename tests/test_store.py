@@ -29,12 +29,14 @@ def test_migrate_blank_pins_the_schema(store):
         "m002_status_index",
         "m003_upload_ref",
         "m004_data_file_location",
+        "m005_detector_ids",
     ]
     assert [fn.__name__ for fn in MIGRATIONS] == [
         "m001_initial",
         "m002_status_index",
         "m003_upload_ref",
         "m004_data_file_location",
+        "m005_detector_ids",
     ]
     assert table_columns(db, "pairs") == [
         ("id", "INTEGER", 0, None, 1),
@@ -54,6 +56,7 @@ def test_migrate_blank_pins_the_schema(store):
         ("updated_at", "REAL", 1, None, 0),
         ("upload_ref", "TEXT", 0, None, 0),
         ("data_dir", "TEXT", 0, None, 0),
+        ("detector_ids", "TEXT", 0, None, 0),
     ]
     assert table_columns(db, "forgotten") == [("uid", "TEXT", 0, None, 1), ("forgotten_at", "REAL", 1, None, 0)]
     assert table_columns(db, "data_dirs") == [("path", "TEXT", 0, None, 1)]
