@@ -234,16 +234,18 @@ def f1_difference_interval(per_source: list[tuple[int, ...]]):
 
 
 def two_stage(window, complete_fn, timeout: float, model_path=None):
-    """``confirm.two_stage``, with stage 1 from a profile's refitted detector at ``model_path`` when given."""
+    """``confirm.two_stage``, with stage 1 from a profile's refitted detector at ``model_path`` when given.
+
+    ``confirm.two_stage`` takes no model path; this follows it step for step (a test holds the two equal)."""
     from . import confirm
 
     if model_path is None:
         return confirm.two_stage(window, complete_fn, timeout)
     candidate = confirm.stage1(window, "candidate", model_path)
-    if not candidate.is_correction:
-        return confirm.Decision(False, "none", None, 1)
+    if not confirm.needs_confirming(candidate):
+        return confirm.Decision(candidate.is_correction, candidate.kind, candidate.label, 1)
     standalone = functools.partial(confirm.stage1, window, "standalone", model_path)
-    decision = confirm.confirm(window, complete_fn, timeout, standalone)
+    decision = confirm.confirm(confirm.scrubbed(window), complete_fn, timeout, standalone)
     if decision.is_correction and not decision.label:
         return dataclasses.replace(decision, label=candidate.label)
     return decision
