@@ -144,6 +144,15 @@ def test_detect_reads_a_file_and_a_file_named_like_an_action(tmp_path, capsys, m
     assert code == 2 and "can't read" in err
 
 
+def test_json_output_survives_an_ascii_stdout_and_text_output_is_one_line(tmp_path):
+    proc = shell("printf 'caf\\303\\251' | ichor scrub", env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 0 and json.loads(proc.stdout)["text"] == "café"
+    with Store.open(tmp_path) as store:
+        store.set_setting("license", "café")
+    proc = shell(f"ichor status --home {tmp_path}", env={"PYTHONIOENCODING": "ascii"})
+    assert proc.returncode == 2 and proc.stderr == "ichor: stdout's encoding (ascii) can't hold this text: use UTF-8\n"
+
+
 def test_a_nan_id_comes_back_as_valid_json(capsys, monkeypatch):
     code, out, _ = run(
         capsys, monkeypatch, "detect", stdin=b'{"id": NaN, "user": "ok"}\n{"id": -Infinity, "user": "x"}\n'

@@ -173,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         _flush_or_silence()
         print(f"ichor: {one_line(_output_error(exc))}", file=sys.stderr)
         return 2
+    except UnicodeEncodeError as exc:  # text for a stdout that can't hold it (PYTHONIOENCODING=ascii)
+        _flush_or_silence()
+        print(f"ichor: stdout's encoding ({exc.encoding}) can't hold this text: use UTF-8", file=sys.stderr)
+        return 2
     except (CliError, UnicodeDecodeError, RecursionError) as exc:  # bad input bytes or absurd nesting
         print(f"ichor: {one_line(str(exc))}", file=sys.stderr)
         return 2

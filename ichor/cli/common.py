@@ -65,7 +65,12 @@ def to_json(data, **kwargs) -> str:
 
 def print_json(data) -> None:
     # A lone surrogate (from a "\ud800" escape in the input) can't be UTF-8; write it back as that escape.
-    print(to_json(data, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8"))
+    text = to_json(data, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")
+    try:
+        text.encode(getattr(sys.stdout, "encoding", None) or "utf-8")
+    except UnicodeEncodeError:  # an ASCII stdout (PYTHONIOENCODING=ascii): the same JSON, in \u escapes
+        text = to_json(data)
+    print(text)
 
 
 @dataclass
