@@ -126,14 +126,17 @@ def stage1(window: Window, threshold: str, model_path: str | Path | None = None)
     )
 
 
-def two_stage(window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT) -> Decision:
+def two_stage(
+    window: Window, complete_fn: CompleteFn, timeout: float = TIMEOUT, model_path: str | Path | None = None
+) -> Decision:
     """Stage 1 at its candidate point; a candidate goes to stage 2, which falls back to stage 1 standalone.
 
-    ``window`` is the raw exchange (as a shell reads it): stage 1 reads it, and stage 2 gets it scrubbed."""
-    candidate = stage1(window, "candidate")
+    ``window`` is the raw exchange (as a shell reads it): stage 1 reads it, and stage 2 gets it scrubbed.
+    ``model_path`` is ``stage1``'s."""
+    candidate = stage1(window, "candidate", model_path)
     if not needs_confirming(candidate):
         return Decision(candidate.is_correction, candidate.kind, candidate.label, 1)
-    decision = confirm(scrubbed(window), complete_fn, timeout, lambda: stage1(window, "standalone"))
+    decision = confirm(scrubbed(window), complete_fn, timeout, lambda: stage1(window, "standalone", model_path))
     if decision.is_correction and not decision.label:
         return dataclasses.replace(decision, label=candidate.label)
     return decision

@@ -6,8 +6,6 @@ gold ``kind`` ("correction" | "retry" | "none"; ``is_correction`` is used when `
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import hashlib
 import math
 import random
@@ -233,31 +231,13 @@ def f1_difference_interval(per_source: list[tuple[int, ...]]):
 # ------------------------------------------------------------------------------- with stage 2
 
 
-def two_stage(window, complete_fn, timeout: float, model_path=None):
-    """``confirm.two_stage``, with stage 1 from a profile's refitted detector at ``model_path`` when given.
-
-    ``confirm.two_stage`` takes no model path; this follows it step for step (a test holds the two equal)."""
-    from . import confirm
-
-    if model_path is None:
-        return confirm.two_stage(window, complete_fn, timeout)
-    candidate = confirm.stage1(window, "candidate", model_path)
-    if not confirm.needs_confirming(candidate):
-        return confirm.Decision(candidate.is_correction, candidate.kind, candidate.label, 1)
-    standalone = functools.partial(confirm.stage1, window, "standalone", model_path)
-    decision = confirm.confirm(confirm.scrubbed(window), complete_fn, timeout, standalone)
-    if decision.is_correction and not decision.label:
-        return dataclasses.replace(decision, label=candidate.label)
-    return decision
-
-
 def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float, model_path=None) -> dict:
     """Stage 1 alone (standalone point) and stage 1 + 2 (candidates confirmed through ``complete_fn``).
 
     Also the share of windows that reached stage 2, how often it fell back to stage 1 and why, and the
     tokens per confirmation (as reported, or estimated where the endpoint reported no usage).
     """
-    from .confirm import Window, stage1
+    from .confirm import Window, stage1, two_stage
 
     decisions = []
 

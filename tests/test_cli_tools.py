@@ -435,38 +435,6 @@ def test_refitted_decides_stage_1_under_a_confirming_model_too(home, capsys, mon
     assert paths and all(Path(p).name == PROFILE_MODEL for p in paths)
 
 
-def test_two_stage_on_a_model_file_is_confirm_two_stage(monkeypatch):
-    """evaluate.two_stage repeats confirm.two_stage with a model path: the same decisions, the same
-    (scrubbed) messages sent, when that path names the shipped model."""
-    from ichor import confirm, evaluate
-
-    shipped_file = ROOT / "ichor" / "data" / "detector.json"
-    answers = {"pnpm": '{"is_correction": false, "kind": "none"}', "date": "not json"}
-    email = "jane.doe" + "@" + "corp-mail.net"
-    windows = [
-        confirm.Window("install deps", "npm install", f"no, use pnpm and mail {email}", "ok"),
-        confirm.Window("list files", "ls", "no, that is wrong, sort by date", ""),
-        confirm.Window("list files", "ls", "thanks, perfect", ""),
-        confirm.Window("list files", "ls -S", "no, human readable", "ls -lhS"),
-    ]
-
-    def answering(sent: list):
-        def call(messages, timeout):
-            sent.append(messages)
-            text = json.dumps(messages)
-            return next((a for k, a in answers.items() if k in text), '{"kind": "correction"}'), {}
-
-        return call
-
-    sent = {"mine": [], "theirs": []}
-    for window in windows:
-        mine = evaluate.two_stage(window, answering(sent["mine"]), 5.0, shipped_file)
-        theirs = confirm.two_stage(window, answering(sent["theirs"]), 5.0)
-        assert mine == theirs, window.user
-    assert sent["mine"] == sent["theirs"] and len(sent["mine"]) >= 2
-    assert email not in json.dumps(sent)
-
-
 @pytest.mark.parametrize("via", ["env", "option"])
 def test_refit_never_creates_a_profile_in_a_missing_home(via, tmp_path, capsys, monkeypatch):
     missing = tmp_path / "nonexist"

@@ -103,7 +103,7 @@ def decide_line(obj, where: str, lineno: int, complete, timeout: float, model_pa
         from ..confirm import stage1
 
         return {"id": obj.get("id"), **_answer(stage1(window, "standalone", model_path))}
-    from ..evaluate import two_stage
+    from ..confirm import two_stage
 
     decision = two_stage(window, complete, timeout, model_path)
     return {"id": obj.get("id"), **_answer(decision), "stage": decision.stage}
