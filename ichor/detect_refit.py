@@ -236,6 +236,8 @@ def learn(store, pair, positive: bool, later: Callable[[Callable[[], object]], o
 
 def _refit_when_due(store) -> None:
     try:
-        maybe_refit(store)
+        report = maybe_refit(store)
+        if report is not None:
+            log.info("ichor: the detector was refitted from %d decisions: %s", report["decisions"], report["written"])
     except Exception as exc:  # noqa: BLE001 - the decision is recorded; the next one tries again
         log.warning("ichor: detector refit skipped (%s)", exc)

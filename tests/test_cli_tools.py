@@ -359,6 +359,16 @@ def test_eval_exits_1_and_says_so_when_stage_2_answered_no_call(not_found_url, t
     assert last.endswith("): the stage 1 + 2 figures are stage 1's")
 
 
+def test_detect_exits_1_and_says_so_when_the_model_answered_no_call(not_found_url, tmp_path):
+    data = tmp_path / "windows.jsonl"
+    data.write_bytes(jsonl(*GOOD))
+    proc = shell(f"ichor detect {data} --llm {not_found_url} --model m --timeout 5")
+    assert proc.returncode == 1
+    assert [json.loads(line)["stage"] for line in proc.stdout.splitlines()] == [1] * len(GOOD)
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("ichor: the model answered none of 1 calls (") and "does the URL end in /v1?" in last
+
+
 # -------------------------------------------------------------------------------- the refit
 
 

@@ -297,6 +297,21 @@ def test_refits_written_at_the_same_moment_never_tear_the_model(tmp_path):
     assert detect_model.parse(json.loads(path.read_text()))["models"].keys() == model["models"].keys()
 
 
+def test_an_automatic_refit_says_so_in_one_log_line(tmp_path, monkeypatch, caplog):
+    store = _profile(tmp_path)
+    report = {"decisions": 50, "written": str(tmp_path / "detector.json")}
+    monkeypatch.setattr(detect_refit, "maybe_refit", lambda store: report)
+    pair = SimpleNamespace(
+        kind="correction", prompt=[], rejected="ls -S", user_said="no", accepted="ls", uid="u1", id=1
+    )
+    monkeypatch.setattr(detect_refit, "note_pair", lambda *args: None)
+    with caplog.at_level("INFO", logger="ichor.detect_refit"):
+        detect_refit.learn(store, pair, positive=True)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"ichor: the detector was refitted from 50 decisions: {report['written']}"
+    ]
+
+
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
     store = _profile(tmp_path)
     detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)

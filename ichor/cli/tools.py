@@ -88,6 +88,13 @@ def _detect(args) -> int:
             sys.stdout.flush()
     if skipped:
         raise CliError(f"{skipped} of {seen} lines skipped")
+    if complete is not None and complete.calls and not complete.answers:
+        print(
+            f"ichor: the model answered none of {complete.calls} calls ({complete.first_failure}): "
+            "every line above is the local detector's decision",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
@@ -241,13 +248,15 @@ class Endpoint:
     def __init__(self, args):
         self.url, self.model, self.key_env = args.llm, args.model, args.key_env
         self.first_failure: str | None = None
+        self.calls = self.answers = 0
 
     def __call__(self, messages, timeout):
         from ..confirm import MAX_TOKENS
         from ..openai_chat import ChatError, complete
 
+        self.calls += 1
         try:
-            return complete(
+            answer = complete(
                 messages,
                 url=self.url,
                 model=self.model,
@@ -259,6 +268,8 @@ class Endpoint:
         except ChatError as exc:
             self.first_failure = self.first_failure or str(exc)
             raise
+        self.answers += 1
+        return answer
 
 
 def model_endpoint(args) -> Endpoint | None:
