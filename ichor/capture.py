@@ -30,7 +30,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import detect, detect_model, detect_refit
-from .confirm import Window, needs_confirming, stage1
+from .confirm import needs_confirming, stage1
+from .detect_text import Window, pair_window
 from .scrub import merge_counts, scrub, scrub_messages
 from .store import NewPair
 
@@ -220,10 +221,8 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
 
 def _scored_ids(pair: NewPair, narration: str) -> dict[str, list[int]]:
     """The detector's features of the window it scored, from the scrubbed texts: what a card decision on
-    this pair teaches the refit (the stored pair keeps only the assistant's final answer)."""
-    prev_user = pair.prompt[-1]["content"] if pair.prompt else ""
-    window = Window(prev_user, narration or pair.rejected, pair.user_said, pair.accepted)
-    return detect_refit.window_ids(window, detect_model.shipped())
+    this pair teaches the refit."""
+    return detect_refit.window_ids(pair_window(pair, narration), detect_model.shipped())
 
 
 def detection_window(pending: Pending) -> Window:

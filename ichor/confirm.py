@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import detect
+from .detect_text import Window
 from .scrub import scrub
 
 log = logging.getLogger("ichor.confirm")
@@ -71,16 +72,6 @@ SECTIONS = (
     ("user", "NEW MESSAGE (user) - classify this one"),
     ("assistant", "REPLY TO THE NEW MESSAGE (assistant, context only)"),
 )
-
-
-@dataclass(frozen=True)
-class Window:
-    """The exchange to judge; every text already scrubbed."""
-
-    prev_user: str
-    prev_assistant: str
-    user: str
-    assistant: str = ""
 
 
 @dataclass(frozen=True)
@@ -195,6 +186,8 @@ def parse_confirmation(text: str) -> Confirmation | None:
 
 def _confirmation(obj: dict) -> Confirmation | None:
     kind, flag = obj.get("kind"), obj.get("is_correction")
+    if isinstance(kind, str):
+        kind = kind.strip().lower() or None
     if kind is None and isinstance(flag, bool):
         kind = "correction" if flag else "none"
     if kind not in KINDS:

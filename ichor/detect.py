@@ -13,6 +13,7 @@ own environment.
 from __future__ import annotations
 
 import logging
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,12 +72,13 @@ _SAID: set[str] = set()
 
 def _say_once(exc: Exception) -> None:
     """One log line per kind of failure: each turn would repeat it, yet silence would hide that capture
-    has stopped."""
-    if type(exc).__name__ not in _SAID:
-        _SAID.add(type(exc).__name__)
-        log.warning(
-            "ichor: the detector failed (%s: %s); it answers 'none' until this is fixed", type(exc).__name__, exc
-        )
+    has stopped. Where it failed, not its message: a message may quote the user's text."""
+    kind = type(exc).__name__
+    if kind not in _SAID:
+        _SAID.add(kind)
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        place = f"{Path(where.filename).name}:{where.lineno}"
+        log.warning("ichor: the detector failed (%s at %s); it answers 'none' until this is fixed", kind, place)
 
 
 def model_name(w: Window) -> str:

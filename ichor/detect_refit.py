@@ -22,6 +22,7 @@ from pathlib import Path
 from . import detect_model
 from .detect import Window
 from .detect_features import features
+from .detect_text import pair_window
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +70,8 @@ def note_pair(store, pair, positive: bool) -> None:
     captured the pair, or (a pair captured before they were kept) the window rebuilt from the pair."""
     if pair.kind not in ("correction", "retry"):
         return
-    scored = store.detector_ids(pair.id)
-    if scored:
-        _append(store, scored, positive, pair.uid)
-        return
-    prompt = pair.prompt or [{}]
-    prev_user = str(prompt[-1].get("content", "")) if isinstance(prompt[-1], dict) else ""
-    note_decision(store, prev_user, pair.rejected, pair.user_said, pair.accepted, positive, key=pair.uid)
+    scored = store.detector_ids(pair.id) or window_ids(pair_window(pair), detect_model.shipped())
+    _append(store, scored, positive, pair.uid)
 
 
 def load_decisions(store) -> list[dict]:
@@ -230,8 +226,11 @@ def learn(store, pair, positive: bool, later: Callable[[Callable[[], object]], o
     job = functools.partial(_refit_when_due, store)
     if later is None:
         job()
-    else:
+        return
+    try:
         later(job)
+    except Exception as exc:  # noqa: BLE001 - a worker shutting down must not undo the decision
+        log.warning("ichor: detector refit not queued (%s); the next decision tries again", exc)
 
 
 def _refit_when_due(store) -> None:

@@ -25,11 +25,19 @@ class Window:
     prev_user: str
     prev_assistant: str
     user: str
-    assistant: str
+    assistant: str = ""
 
     @classmethod
     def of(cls, prev_user, prev_assistant, user, assistant) -> Window:
         return cls(*(cut(x) for x in (prev_user, prev_assistant, user, assistant)))
+
+
+def pair_window(pair, said: str = "") -> Window:
+    """The window a captured pair was detected in, from its scrubbed texts: the previous request, all the
+    assistant wrote in that turn (``said``; the pair keeps only the final answer), the message and its reply."""
+    last = pair.prompt[-1] if pair.prompt else {}
+    prev_user = last.get("content", "") if isinstance(last, dict) else ""
+    return Window.of(prev_user, said or pair.rejected, pair.user_said, pair.accepted)
 
 
 def cut(text) -> str:

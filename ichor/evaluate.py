@@ -49,7 +49,8 @@ def f1_of(tp: int, fp: int, fn: int) -> float:
 def _block(tp: int, fp: int, fn: int, tn: int | None = None) -> dict:
     precision = _ratio(tp, tp + fp)
     recall = _ratio(tp, tp + fn)
-    block = {"precision": precision, "recall": recall, "f1": f1_of(tp, fp, fn), "tp": tp, "fp": fp, "fn": fn}
+    f1 = f1_of(tp, fp, fn) if tp + fp + fn else None  # no positive said or present: F1 has no value
+    block = {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
     if tn is not None:
         block["tn"] = tn
     return block
@@ -109,7 +110,8 @@ def format_report(metrics: dict) -> str:
     ]
     rows = [("overall", o)] + list(metrics["kinds"].items())
     for name, block in rows:
-        lines.append(f"{name:<12} {_cell(block['precision']):<32} {_cell(block['recall']):<32} {block['f1']:.3f}")
+        f1 = "–" if block["f1"] is None else f"{block['f1']:.3f}"
+        lines.append(f"{name:<12} {_cell(block['precision']):<32} {_cell(block['recall']):<32} {f1}")
     interval, sources = o.get("f1_interval"), o.get("sources", 0)
     if interval:
         unit = "sources" if sources < metrics["n"] else "windows"

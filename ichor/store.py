@@ -387,10 +387,11 @@ class Store:
         self._write("UPDATE pairs SET label = ?, updated_at = ? WHERE id = ?", (label, time.time(), pair_id))
 
     def replace_texts(self, pair_id: int, edited: NewPair) -> Pair:
-        """``ichor edit``: the pair's texts and label become ``edited``'s (already scrubbed); the rest stays."""
+        """``ichor edit``: the pair's texts and label become ``edited``'s (already scrubbed); the rest stays, but
+        the detector's features of the old texts go: what the user took out must not reach the refit."""
         cur = self._write(
             "UPDATE pairs SET label = ?, user_said = ?, prompt_json = ?, rejected = ?, accepted = ?, "
-            "scrubbed_json = ?, updated_at = ? WHERE id = ?",
+            "scrubbed_json = ?, detector_ids = NULL, updated_at = ? WHERE id = ?",
             (
                 _valid_text(edited.label),
                 _valid_text(edited.user_said),

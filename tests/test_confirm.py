@@ -88,6 +88,9 @@ def test_empty_sides_are_marked_not_dropped():
         ('{"kind": "none", "label": "ignored"}', ("none", None)),
         ('{"is_correction": false, "kind": "retry", "label": "same ask again"}', ("retry", "same ask again")),
         ('{"note": 1} then {"is_correction": false, "kind": "none", "label": null}', ("none", None)),
+        ('{"is_correction": true, "kind": " Correction", "label": "x"}', ("correction", "x")),
+        ('{"is_correction": true, "kind": "RETRY", "label": "x"}', ("retry", "x")),
+        ('{"is_correction": false, "kind": "", "label": null}', ("none", None)),
     ],
 )
 def test_parse_reads_the_json_around_prose_and_fences(text, expected):

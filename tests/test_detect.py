@@ -271,7 +271,7 @@ def test_a_detector_failure_is_logged_once_not_swallowed(monkeypatch, caplog):
         found = [detect(REQUEST, CODE_ANSWER, "no, that's wrong", None) for _ in range(3)]
     assert all(f.kind == "none" and f.layers == ("error",) for f in found)
     [line] = [r.getMessage() for r in caplog.records]
-    assert "RuntimeError: weights are missing" in line
+    assert "RuntimeError at test_detect.py:" in line and "weights are missing" not in line  # it may quote text
 
 
 def test_refits_written_at_the_same_moment_never_tear_the_model(tmp_path):
@@ -310,6 +310,23 @@ def test_an_automatic_refit_says_so_in_one_log_line(tmp_path, monkeypatch, caplo
     assert [r.getMessage() for r in caplog.records] == [
         f"ichor: the detector was refitted from 50 decisions: {report['written']}"
     ]
+
+
+def test_a_worker_that_refuses_the_refit_never_undoes_the_decision(tmp_path, caplog):
+    from ichor import commands
+    from ichor.store import NewPair, Store
+
+    def shutting_down(job):
+        raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+    store = Store(tmp_path / "ichor.db")
+    pair = store.add_pair(
+        NewPair("correction", "no, use pnpm", [{"role": "user", "content": "install"}], "npm i", "pnpm i")
+    )
+    with caplog.at_level("WARNING", logger="ichor.detect_refit"):
+        commands.decide(commands.Context(store, later=shutting_down), "keep", [pair.id])
+    assert store.get(pair.id).status == "kept" and len(detect_refit.load_decisions(store)) == 1
+    assert "refit not queued" in caplog.text
 
 
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
@@ -457,6 +474,27 @@ def test_a_card_decision_teaches_the_refit_what_the_detector_read(tmp_path):
     # rebuilt from the stored pair instead, the edit would be lost
     detect_refit.note_decision(store, ask, pair.rejected, pair.user_said, pair.accepted, True, key="rebuilt")
     assert edited not in detect_refit.load_decisions(store)[-1]["ids"]["no_reply"]
+
+
+def test_text_taken_out_by_an_edit_never_reaches_the_refit(tmp_path):
+    import dataclasses
+
+    from ichor import commands
+    from ichor.store import NewPair, Store
+
+    said = "no, the customer is Bluebird Holdings, not the other one"
+    new = NewPair("correction", said, [{"role": "user", "content": "draft the invoice"}], "Invoice for Acme.", "Done.")
+    scored = detect_refit.window_ids(
+        D.Window.of("draft the invoice", "Invoice", said, "Done."), detect_model.shipped()
+    )
+    bluebird = detect_model.feature_id("w:bluebird")
+    assert bluebird in scored["no_reply"]
+    store = Store(tmp_path / "ichor.db")
+    pair = store.add_pair(dataclasses.replace(new, detector_ids=scored))
+    store.replace_texts(pair.id, dataclasses.replace(new, user_said="no, the customer is [name], not the other one"))
+    commands.run_chat(store, f"keep {pair.id}")
+    [decision] = detect_refit.load_decisions(store)
+    assert all(bluebird not in ids for ids in decision["ids"].values())
 
 
 LONG_SPEC = "Here is the plan for the page layout and the colours we agreed on earlier today. " * 8

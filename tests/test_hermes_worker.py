@@ -96,7 +96,7 @@ def test_a_worker_far_behind_drops_new_turns_with_one_log_line_each(caplog, gate
     with caplog.at_level(logging.WARNING, logger="hermes_plugins.ichor"):
         assert worker.submit(lambda: done.append(3)) is False
     [line] = [r.getMessage() for r in caplog.records]
-    assert "2 turns wait for capture" in line and "not captured" in line
+    assert "2 jobs wait for the worker" in line and "this turn is not captured" in line
     gate.set()
     assert worker.drain(30)
     assert done == [1, 2]

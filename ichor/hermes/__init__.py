@@ -157,6 +157,10 @@ class IchorPlugin:
             thread.join(max(0.0, deadline - time.monotonic()))
         return not self._confirmations()
 
+    def later(self, job) -> bool:
+        """``commands.Context.later``: a decision's follow-up work (the detector's refit), on the worker."""
+        return self.worker.submit(job, dropped="the detector's refit waits for the next decision")
+
     def _track(self, thread: threading.Thread) -> None:
         with self._confirming_lock:
             self._confirming = [t for t in self._confirming if t.is_alive()] + [thread]
@@ -187,7 +191,7 @@ class IchorPlugin:
             if pair is None or pair.status != "pending":
                 self.board.close(open_card.pair_id)
                 return None  # decided elsewhere meanwhile: the letter is not ours any more
-            outcome = commands.decide(commands.Context(store, CHAT, self.worker.submit), choice, [open_card.pair_id])
+            outcome = commands.decide(commands.Context(store, CHAT, self.later), choice, [open_card.pair_id])
         self.board.close(open_card.pair_id)
         if open_card.post is not None:
             open_card.post.replace(outcome.text)
@@ -202,7 +206,7 @@ class IchorPlugin:
     @guarded(fallback=lambda exc: f"ichor: {type(exc).__name__}: {exc}")
     def command(self, raw_args: str = "", *args, **kwargs) -> str:
         with open_store() as store:
-            result = commands.run_chat(store, raw_args or "", scope=session_scope(""), later=self.worker.submit)
+            result = commands.run_chat(store, raw_args or "", scope=session_scope(""), later=self.later)
         self._settle_cards(result)
         return result.text
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from .. import confirm
 from ..capture import Capture
+from ..detect_text import pair_window
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -48,11 +49,8 @@ def host_complete(llm, model: str | None) -> confirm.CompleteFn:
 
 
 def window_of(captured: Capture) -> confirm.Window:
-    """The scrubbed exchange as the detector read it: the previous request, all the assistant wrote in that
-    turn (the pair keeps only its final answer), the new message and the new answer."""
-    pair = captured.pair
-    prev_user = pair.prompt[-1]["content"] if pair.prompt else ""
-    return confirm.Window(prev_user, captured.said or pair.rejected, pair.user_said, pair.accepted)
+    """The scrubbed exchange as the detector read it (the whole turn the assistant wrote)."""
+    return pair_window(captured.pair, captured.said)
 
 
 def standalone(captured: Capture, model_path=None) -> bool:

@@ -28,11 +28,11 @@ class Worker:
         self._waiting = 0
         self.max_waiting = max_waiting
 
-    def submit(self, job: Callable[[], None]) -> bool:
-        """Queue ``job``; False (and one log line) when the worker is too far behind to take it."""
+    def submit(self, job: Callable[[], None], dropped: str = "this turn is not captured") -> bool:
+        """Queue ``job``; False (and one log line, ending with ``dropped``) when the worker is too far behind."""
         with self._lock:
             if self._waiting >= self.max_waiting:
-                log.warning("ichor: %d turns wait for capture already, this turn is not captured", self._waiting)
+                log.warning("ichor: %d jobs wait for the worker already, %s", self._waiting, dropped)
                 return False
             self._waiting += 1
         try:
