@@ -61,7 +61,6 @@ def _absolute_path(raw: str) -> str:
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Tokens that are also valid variable names (a Hub token is hf_…): refused, so a pasted key is never stored.
 KEY_PREFIXES = ("hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")
-KEY_ENV_MESSAGE = "--key-env takes the name of an environment variable, not a key"
 
 
 def is_env_name(raw: str) -> bool:
@@ -112,14 +111,6 @@ SETTINGS: dict[str, Setting] = {
             "model for the confirmation call (Hermes allow_model_override); none: the host's model",
             unset="host's model",
         ),
-        Setting(
-            "judge_url",
-            None,
-            _text,
-            "OpenAI-compatible endpoint, kept for the judges; no command reads it yet (detect and eval take --llm)",
-        ),
-        Setting("judge_model", None, _text, "model name at judge_url"),
-        Setting("judge_key_env", None, _env_name, "environment variable that holds judge_url's API key"),
         Setting("paused_scopes", (), _text, "chats where capture is paused (/ichor off)", shown=False),
     )
 }

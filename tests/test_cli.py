@@ -238,9 +238,6 @@ SAMPLE_VALUES = {
     "capture": ("capture", "off"),
     "confirm": ("confirm", "off"),
     "confirm_model": ("confirm-model", "small-model"),
-    "judge_url": ("judge-url", "http://127.0.0.1:9/v1"),
-    "judge_model": ("judge-model", "judge"),
-    "judge_key_env": ("judge-key-env", "JUDGE_KEY"),
 }
 
 

@@ -86,6 +86,8 @@ def test_a_full_disk_is_one_line_not_a_traceback(command, tmp_path):
         ("ichor scrub <&-", "ichor: stdin is closed: pipe JSON lines in or name a FILE"),
         ("ichor detect < {good} >&-", "ichor: stdout is closed: nowhere to write the output"),
         ("ichor status >&-", "ichor: stdout is closed: nowhere to write the output"),
+        ("ichor --help >&-", "ichor: stdout is closed: nowhere to write the output"),
+        ("ichor detect --help >&-", "ichor: stdout is closed: nowhere to write the output"),
     ],
 )
 def test_a_closed_stdin_or_stdout_is_one_line(command, message, tmp_path):
@@ -222,9 +224,10 @@ def test_a_null_source_is_no_source():
 def test_a_ratio_over_no_window_is_a_dash_in_tables_and_null_in_json(capsys, monkeypatch):
     code, out, _ = run(capsys, monkeypatch, "eval", "-", stdin=jsonl(*GOOD))
     retry = next(line for line in out.splitlines() if line.startswith("retry"))
-    assert code == 0 and "– (0/0)" in retry and "0.000 [" not in retry
+    assert code == 0 and "– (0/0)" in retry and "0.000" not in retry and retry.rstrip().endswith("–")
     code, out, _ = run(capsys, monkeypatch, "eval", "-", "--json", stdin=jsonl(*GOOD))
-    assert json.loads(out)["kinds"]["retry"]["precision"]["value"] is None
+    retry_json = json.loads(out)["kinds"]["retry"]
+    assert retry_json["precision"]["value"] is None and retry_json["f1"] is None
 
 
 # ------------------------------------------------------------------------------------- options
@@ -257,10 +260,9 @@ def test_a_key_given_to_key_env_is_never_echoed(value, capsys, monkeypatch):
     assert value not in out + err
 
 
-@pytest.mark.parametrize("name", ["judge-key-env", "hf-token-env"])
 @pytest.mark.parametrize("value", ["sk-proj-SECRETKEY123", "hf_SECRETTOKEN123abc"])
-def test_settings_that_name_a_variable_refuse_a_key_without_echoing_it(name, value, home, capsys, monkeypatch):
-    code, out, err = run(capsys, monkeypatch, "set", name, value)
+def test_the_token_setting_refuses_a_key_without_echoing_it(value, home, capsys, monkeypatch):
+    code, out, err = run(capsys, monkeypatch, "set", "hf-token-env", value)
     assert code == 2 and value not in out + err and "takes the name of an environment variable" in err
     code, out, _ = run(capsys, monkeypatch, "status")
     assert value not in out
@@ -366,7 +368,22 @@ def test_detect_exits_1_and_says_so_when_the_model_answered_no_call(not_found_ur
     assert proc.returncode == 1
     assert [json.loads(line)["stage"] for line in proc.stdout.splitlines()] == [1] * len(GOOD)
     last = proc.stderr.splitlines()[-1]
-    assert last.startswith("ichor: the model answered none of 1 calls (") and "does the URL end in /v1?" in last
+    assert last.startswith("ichor: stage 2 answered none of 1 calls (") and "does the URL end in /v1?" in last
+    assert last.endswith("): every line above is the local detector's decision")
+
+
+def test_detect_exits_1_when_every_answer_was_garbage(tmp_path, capsys, monkeypatch):
+    from ichor.testing.hermes_harness import CONFIRMATION, StubLLM
+
+    stub = StubLLM()
+    stub.reply_when[CONFIRMATION] = "I think so, yes."
+    try:
+        argv = ["detect", "--llm", stub.base_url, "--model", "m"]
+        code, out, err = run(capsys, monkeypatch, *argv, stdin=jsonl(GOOD[0]))
+    finally:
+        stub.close()
+    assert code == 1 and json.loads(out)["stage"] == 1 and len(stub.requests) == 1
+    assert err.splitlines()[-1].startswith("ichor: stage 2 answered none of 1 calls (garbage)")
 
 
 # -------------------------------------------------------------------------------- the refit
@@ -453,6 +470,13 @@ def test_refit_never_creates_a_profile_in_a_missing_home(via, tmp_path, capsys, 
     code, out, err = run(capsys, monkeypatch, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and f"no Hermes home at {missing}" in err
     assert not missing.exists()
+
+
+def test_refit_in_a_home_without_ichor_creates_no_store(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path))
+    code, out, _ = run(capsys, monkeypatch, "detect", "refit")
+    assert code == 0 and out.startswith("no decisions yet")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_detect_and_eval_refuse_a_missing_home(tmp_path, capsys, monkeypatch):

@@ -10,7 +10,7 @@ from .. import DISTRIBUTION, __version__, commands
 from ..settings import SettingError
 from ..store import StoreError
 from ..verbs import SHELL, CommandError, Result, SuggestingParser, Verb, add_arguments, help_text
-from . import completion, tools
+from . import completion, detect, evaluation, scrub
 from .common import CliError, one_line, open_store, print_json
 
 DESCRIPTION = """\
@@ -31,11 +31,12 @@ examples:
   ichor eval labelled.jsonl        precision, recall and F1 of the detector on your labelled windows
   ichor completion bash > ~/.local/share/bash-completion/completions/ichor"""
 
+STDOUT_CLOSED = "stdout is closed: nowhere to write the output"
 HOME_HELP = "Hermes home (profile) to use; default $HERMES_HOME or ~/.hermes. Accepted anywhere on the line"
 
 
 def _groups():
-    groups = [tools, completion]
+    groups = [detect, scrub, evaluation, completion]
     try:
         from . import plugin
     except ImportError:  # the Hermes adapter is optional at import time
@@ -75,9 +76,12 @@ class _ShellParser(SuggestingParser):
         self.exit(2, f"ichor: {one_line(message)} (see: {self.prog} --help)\n")
 
     def _print_message(self, message: str, file=None) -> None:
-        # argparse swallows a failed write (--help > /dev/full): let it reach main, which says so.
+        # argparse swallows a failed write (--help > /dev/full): let it reach main, which says so. No file
+        # means argparse meant stdout, and it is closed.
         if message:
-            (file or sys.stderr).write(message)
+            if file is None:
+                raise CliError(STDOUT_CLOSED)
+            file.write(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -144,7 +148,7 @@ def _command_help(parser: argparse.ArgumentParser, name: str) -> str | None:
 
 def _run(parser: argparse.ArgumentParser, args) -> int:
     if sys.stdout is None:
-        raise CliError("stdout is closed: nowhere to write the output")
+        raise CliError(STDOUT_CLOSED)
     if args.command == "help":
         text = shell_help(parser) if not args.verb else _command_help(parser, args.verb)
         if text is not None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,3 +145,37 @@ def user_text(obj: dict) -> str:
     if not isinstance(obj.get("user"), str):
         raise ValueError("field 'user' must be a string" if "user" in obj else "no field 'user'")
     return obj["user"]
+
+
+DETECT_FIELDS = ("prev_user", "prev_assistant", "user", "assistant")
+
+
+@contextlib.contextmanager
+def opened_input(path: str | None):
+    """``(byte stream, name for messages)`` of FILE; stdin when it is absent or ``-``."""
+    if path in (None, "-"):
+        yield binary_stdin(), "stdin"
+        return
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise CliError(f"can't read {path}: {exc.strerror}") from None
+    with fh:
+        yield fh, path
+
+
+def window_of(obj: dict):
+    """The window a JSON line describes; ValueError when ``user`` is missing or a text is not a string."""
+    from ..confirm import Window
+
+    texts = {key: text_field(obj, key) for key in DETECT_FIELDS if key != "user"}
+    return Window(texts["prev_user"], texts["prev_assistant"], user_text(obj), texts["assistant"])
+
+
+def report_bad(bad: BadLine) -> None:
+    print(f"ichor: {bad}", file=sys.stderr)
+
+
+def wrapped(text: str) -> str:
+    """A description wrapped by hand: the raw formatter that keeps the example's lines does not wrap."""
+    return textwrap.fill(text, 100)

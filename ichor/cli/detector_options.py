@@ -1,0 +1,148 @@
+"""The options ``detect`` and ``eval`` share: which detector decides (``--refitted``) and the chat model that
+confirms its candidates (``--llm`` and the rest of stage 2)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from pathlib import Path
+
+from .. import paths
+from ..settings import is_env_name
+from .common import (
+    CliError,
+    open_store,
+)
+
+MAX_TIMEOUT = 600.0
+
+
+def profile_home(args) -> Path:
+    """The Hermes home of --home or $HERMES_HOME, which must exist: a typo must not create a profile."""
+    home = paths.hermes_home(getattr(args, "home", None))
+    if not home.is_dir():
+        raise CliError(f"no Hermes home at {home} (check --home or $HERMES_HOME)")
+    return home
+
+
+def refitted_model(args) -> Path:
+    """This profile's refitted detector (``--refitted``); a clear error when it has none."""
+    from ..detect_refit import profile_model_path
+
+    home = profile_home(args)
+    if paths.db_path(home).exists():
+        with open_store(args, read_only_ok=True) as store:
+            path = profile_model_path(store)
+        if path.is_file():
+            return path
+    raise CliError(f"no refitted detector in {home} (make one with: ichor detect refit)")
+
+
+def timeout_seconds(raw: str) -> float:
+    """``--timeout``: a finite number of seconds above 0, at most ``MAX_TIMEOUT``."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}")
+    return value
+
+
+def check_no_model_options(args, what: str) -> None:
+    for option in ("--llm", "--model", "--key-env", "--timeout", "--refitted"):
+        if getattr(args, option[2:].replace("-", "_")) not in (None, False):
+            raise CliError(f"{option} does not go with 'ichor {what}'")
+
+
+def check_model_options(args) -> None:
+    """--model, --key-env and --timeout only with --llm; --llm needs a URL and --model; --key-env a name."""
+    if args.llm is None:
+        for option in ("--model", "--key-env", "--timeout"):
+            if getattr(args, option[2:].replace("-", "_")) is not None:
+                raise CliError(f"{option} goes with --llm URL")
+        return
+    if not args.llm.strip():
+        raise CliError("--llm needs the endpoint's URL, e.g. http://127.0.0.1:8080/v1")
+    if not args.model:
+        raise CliError("--llm needs --model NAME")
+    if args.key_env is not None and not is_env_name(args.key_env):
+        raise CliError("--key-env takes the name of an environment variable, not a key")  # never echo a key
+    if args.key_env and not os.environ.get(args.key_env):
+        raise CliError(f"environment variable {args.key_env} (from --key-env) is not set")
+
+
+class Endpoint:
+    """``complete_fn`` for stage 2 at ``--llm URL --model NAME`` (key from ``--key-env``); it remembers
+    the first failure, to name it when no call succeeds."""
+
+    def __init__(self, args):
+        self.url, self.model, self.key_env = args.llm, args.model, args.key_env
+        self.first_failure: str | None = None
+        self.calls = self.answers = 0
+
+    def __call__(self, messages, timeout):
+        from ..confirm import MAX_TOKENS
+        from ..openai_chat import ChatError, complete
+
+        self.calls += 1
+        try:
+            answer = complete(
+                messages,
+                url=self.url,
+                model=self.model,
+                api_key_env=self.key_env,
+                timeout=timeout,
+                max_tokens=MAX_TOKENS,
+                temperature=0.0,
+            )
+        except ChatError as exc:
+            self.first_failure = self.first_failure or str(exc)
+            raise
+        self.answers += 1
+        return answer
+
+
+def model_endpoint(args) -> Endpoint | None:
+    """The stage 2 endpoint of ``--llm``, or None without it; the options are checked first."""
+    check_model_options(args)
+    if args.llm is None:
+        return None
+    from ..confirm import TIMEOUT
+
+    args.timeout = args.timeout or TIMEOUT
+    return Endpoint(args)
+
+
+def add_model_options(p: argparse.ArgumentParser) -> None:
+    from ..confirm import TIMEOUT
+
+    g = p.add_argument_group("stage 2: confirm candidates with a chat model")
+    g.add_argument("--llm", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
+    g.add_argument("--model", metavar="NAME", help="model name at that endpoint (required with --llm)")
+    g.add_argument(
+        "--key-env", metavar="VAR", help="name of the environment variable holding the API key (never the key)"
+    )
+    g.add_argument(
+        "--timeout",
+        metavar="S",
+        type=timeout_seconds,
+        help=f"seconds per call, above 0 and at most {MAX_TIMEOUT:g} (default {TIMEOUT:g})",
+    )
+
+
+REFITTED_HELP = (
+    "use this profile's refitted detector (made by 'ichor detect refit'); by default the shipped detector decides"
+)
+
+
+def stage2_verdict(asked: int, answered: int, reasons, endpoint: Endpoint, consequence: str) -> int:
+    """Exit 1, saying why and what it means, when windows reached stage 2 but no answer decided one."""
+    if not asked or answered:
+        return 0
+    reason = endpoint.first_failure or ", ".join(sorted(reasons)) or "no answer"
+    sys.stdout.flush()
+    print(f"ichor: stage 2 answered none of {asked} calls ({reason}): {consequence}", file=sys.stderr)
+    return 1
