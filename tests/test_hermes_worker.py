@@ -48,7 +48,7 @@ def test_the_hook_returns_before_the_pair_exists_and_drain_lands_it(home, gate):
     assert (pair.kind, pair.rejected, pair.accepted, pair.status) == ("correction", "ls -S", "ls -lhS", "pending")
 
 
-def test_a_decision_in_chat_leaves_the_refit_to_the_worker(home, gate, monkeypatch):
+def test_a_decision_in_chat_leaves_the_refit_to_its_own_thread(home, gate, monkeypatch):
     from ichor import detect_refit
 
     refits = []
@@ -56,14 +56,23 @@ def test_a_decision_in_chat_leaves_the_refit_to_the_worker(home, gate, monkeypat
     plugin = IchorPlugin(ctx=object())
     correct(plugin)
     assert plugin.drain(30)
+    plugin.refits.submit(gate.wait)
     plugin.worker.submit(gate.wait)
     assert "kept" in plugin.command("keep 1")
-    assert refits == []  # the chat had its answer while the worker was held: the refit waits there
+    assert refits == []  # the chat had its answer while the refit thread was held: the refit waits there
     with Store.open(home) as store:
         assert len(detect_refit.load_decisions(store)) == 1  # the decision itself is recorded at once
     gate.set()
     assert plugin.drain(30)
-    assert len(refits) == 1 and refits[0].startswith("ichor-capture")
+    assert len(refits) == 1 and refits[0].startswith("ichor-refit")
+
+
+def test_captures_never_wait_behind_a_refit(home, gate):
+    plugin = IchorPlugin(ctx=object())
+    plugin.refits.submit(gate.wait)  # a refit that takes as long as it takes
+    correct(plugin)
+    assert plugin.worker.drain(30)
+    assert len(pairs(home)) == 1
 
 
 def test_drain_says_when_the_worker_has_not_caught_up(home, gate):

@@ -104,6 +104,9 @@ class IchorPlugin:
         self.tracker = tracker or Tracker()
         self.board = board or CardBoard()
         self.worker = Worker()
+        # The detector's refit takes seconds on a long decision log: a thread of its own, so captures never
+        # wait behind it. One waiting refit is enough: each one reads the whole log.
+        self.refits = Worker("ichor-refit", max_waiting=1)
         self._confirming: list[threading.Thread] = []
         self._confirming_lock = threading.Lock()
 
@@ -151,15 +154,15 @@ class IchorPlugin:
         """Wait until the turns so far are captured, confirmed and stored (for tests and harnesses; Hermes
         never calls it). False when that takes longer than ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
-        if not self.worker.drain(timeout):
+        if not (self.worker.drain(timeout) and self.refits.drain(max(0.0, deadline - time.monotonic()))):
             return False
         for thread in self._confirmations():
             thread.join(max(0.0, deadline - time.monotonic()))
         return not self._confirmations()
 
     def later(self, job) -> bool:
-        """``commands.Context.later``: a decision's follow-up work (the detector's refit), on the worker."""
-        return self.worker.submit(job, dropped="the detector's refit waits for the next decision")
+        """``commands.Context.later``: a decision's follow-up work (the detector's refit), on its own thread."""
+        return self.refits.submit(job, dropped="a refit is already waiting")
 
     def _track(self, thread: threading.Thread) -> None:
         with self._confirming_lock:
