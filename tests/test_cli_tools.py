@@ -426,14 +426,20 @@ def test_refitted_says_when_the_profile_has_no_refitted_detector(home, capsys, m
     assert not (home / "plugin-data").exists()
 
 
-def test_refitted_detector_decides_detect_and_eval(home, capsys, monkeypatch):
+def model_paths_loaded(monkeypatch) -> list:
+    """Every model path the detector loads from here on (None: the shipped model)."""
     import ichor.detect as detect
 
-    decide_some(home)
-    run(capsys, monkeypatch, "detect", "refit")
-    paths = []
+    paths: list = []
     real = detect.detect_model.load
     monkeypatch.setattr(detect.detect_model, "load", lambda path=None: paths.append(path) or real(path))
+    return paths
+
+
+def test_refitted_detector_decides_detect_and_eval(home, capsys, monkeypatch):
+    decide_some(home)
+    run(capsys, monkeypatch, "detect", "refit")
+    paths = model_paths_loaded(monkeypatch)
     run(capsys, monkeypatch, "detect", "--refitted", stdin=jsonl(*GOOD))
     run(capsys, monkeypatch, "eval", "-", "--refitted", stdin=jsonl(*GOOD))
     assert paths and all(Path(p).name == PROFILE_MODEL for p in paths)
@@ -443,14 +449,11 @@ def test_refitted_detector_decides_detect_and_eval(home, capsys, monkeypatch):
 
 
 def test_refitted_decides_stage_1_under_a_confirming_model_too(home, capsys, monkeypatch):
-    import ichor.detect as detect
     from ichor.testing.hermes_harness import StubLLM
 
     decide_some(home)
     run(capsys, monkeypatch, "detect", "refit")
-    paths = []
-    real = detect.detect_model.load
-    monkeypatch.setattr(detect.detect_model, "load", lambda path=None: paths.append(path) or real(path))
+    paths = model_paths_loaded(monkeypatch)
     stub = StubLLM()
     stub.reply_when["use pnpm"] = '{"is_correction": true, "kind": "correction", "label": "use pnpm"}'
     try:

@@ -281,6 +281,26 @@ def test_refit_simulation_reports_before_and_after_per_k():
     assert "no repository has 30 decisions and 5 windows after them" in detect_simulate.markdown(result)
 
 
+def test_with_cards_only_the_windows_the_model_flags_are_decided(monkeypatch):
+    pytest.importorskip("sklearn", reason="the simulation fits models: needs the fit extra")
+    from ichor import detect_simulate
+
+    decided = []
+    real_update = detect_simulate.update
+
+    def recording(linear, examples, *args):
+        decided.append(len(examples))
+        return real_update(linear, examples, *args)
+
+    monkeypatch.setattr(detect_simulate, "update", recording)
+    every = detect_simulate.simulate(_synthetic_rows(repos=6, per_repo=30), ks=(5,), outer_folds=2)
+    decided_all, decided[:] = list(decided), []
+    cards = detect_simulate.simulate(_synthetic_rows(repos=6, per_repo=30), ks=(5,), outer_folds=2, cards=True)
+    assert decided_all == [5] * 6 and decided == [5] * cards[5]["repositories"]
+    # a repository's first 5 cards lie further into it than its first 5 windows: fewer windows are left
+    assert 0 < cards[5]["windows"] < every[5]["windows"] == 6 * 25
+
+
 def test_embedding_features_have_the_documented_shapes():
     np = pytest.importorskip("numpy", reason="the embedding experiment needs numpy")
     from ichor.detect_embed import FIELDS, dense_features
