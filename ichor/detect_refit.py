@@ -189,6 +189,11 @@ def refit(store, *, weight: float = DECISION_WEIGHT, base: dict | None = None) -
     path = profile_model_path(store)
     made = {"decisions": len(decisions), "at": time.time(), "base": detect_model.fingerprint(base)}
     detect_model.dump(dict(base, models=models, refit=made), path)
+    if not (profile_dir(store) / DECISIONS).exists():
+        # ``forget`` ran while this refit worked (it deletes the log first, then the model): honour it.
+        path.unlink(missing_ok=True)
+        report["written"] = None
+        return report
     report["written"] = str(path)
     return report
 
@@ -209,7 +214,8 @@ def maybe_refit(store, every: int = REFIT_EVERY) -> dict | None:
 
 
 def forget(store) -> None:
-    """Delete the profile's decision log and refitted model (the shipped model takes over again)."""
+    """Delete the profile's decision log and refitted model (the shipped model takes over again). The log
+    goes first: a refit running meanwhile sees it gone and removes what it wrote."""
     for name in (DECISIONS, PROFILE_MODEL):
         (profile_dir(store) / name).unlink(missing_ok=True)
 
@@ -236,7 +242,7 @@ def learn(store, pair, positive: bool, later: Callable[[Callable[[], object]], o
 def _refit_when_due(store) -> None:
     try:
         report = maybe_refit(store)
-        if report is not None:
+        if report is not None and report["written"]:
             log.info("ichor: the detector was refitted from %d decisions: %s", report["decisions"], report["written"])
     except Exception as exc:  # noqa: BLE001 - the decision is recorded; the next one tries again
         log.warning("ichor: detector refit skipped (%s)", exc)

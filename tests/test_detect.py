@@ -329,6 +329,21 @@ def test_a_worker_that_refuses_the_refit_never_undoes_the_decision(tmp_path, cap
     assert "refit not queued" in caplog.text
 
 
+def test_a_forget_during_a_refit_is_not_undone_by_it(tmp_path, monkeypatch):
+    store = _profile(tmp_path)
+    for i in range(5):
+        detect_refit.note_decision(store, "p", "a", f"no, wrong {i}", "sorry", True)
+    real_dump = detect_model.dump
+
+    def forgotten_meanwhile(model, path):
+        detect_refit.forget(store)  # the user forgets while the refit computes
+        real_dump(model, path)
+
+    monkeypatch.setattr(detect_model, "dump", forgotten_meanwhile)
+    report = detect_refit.refit(store)
+    assert report["written"] is None and list(tmp_path.iterdir()) == []
+
+
 def test_decision_log_keeps_hashed_features_not_text(tmp_path):
     store = _profile(tmp_path)
     detect_refit.note_decision(store, "prev", "answer", "my secret project name is bluebird", "ok", False)

@@ -37,6 +37,13 @@ def gate():
     event.set()
 
 
+def hold(refits, gate) -> None:
+    """Keep the refit thread busy until ``gate`` is set (a job submitted before it started would replace it)."""
+    started = threading.Event()
+    refits.submit(lambda: started.set() or gate.wait())
+    assert started.wait(30)
+
+
 def test_the_hook_returns_before_the_pair_exists_and_drain_lands_it(home, gate):
     plugin = IchorPlugin(ctx=object())
     plugin.worker.submit(gate.wait)
@@ -56,7 +63,7 @@ def test_a_decision_in_chat_leaves_the_refit_to_its_own_thread(home, gate, monke
     plugin = IchorPlugin(ctx=object())
     correct(plugin)
     assert plugin.drain(30)
-    plugin.refits.submit(gate.wait)
+    hold(plugin.refits, gate)
     plugin.worker.submit(gate.wait)
     assert "kept" in plugin.command("keep 1")
     assert refits == []  # the chat had its answer while the refit thread was held: the refit waits there
@@ -67,9 +74,45 @@ def test_a_decision_in_chat_leaves_the_refit_to_its_own_thread(home, gate, monke
     assert len(refits) == 1 and refits[0].startswith("ichor-refit")
 
 
+def test_a_card_reply_leaves_the_refit_to_its_own_thread(home, gate, monkeypatch):
+    from types import SimpleNamespace
+
+    from ichor import detect_refit
+    from ichor.hermes.cards import OpenCard
+
+    refits = []
+    monkeypatch.setattr(detect_refit, "maybe_refit", lambda store: refits.append(threading.current_thread().name))
+    plugin = IchorPlugin(ctx=object())
+    correct(plugin)
+    assert plugin.drain(30)
+    plugin.board.open(OpenCard(1, "telegram", "chat-1", "dm", "m1", plugin.board.clock()))
+    source = SimpleNamespace(platform="telegram", chat_id="chat-1", chat_type="dm", thread_id=None)
+    hold(plugin.refits, gate)
+    claimed = plugin.pre_gateway_dispatch(event=SimpleNamespace(text="k", source=source), gateway=SimpleNamespace())
+    assert claimed["action"] == "skip" and [p.status for p in pairs(home)] == ["kept"]
+    assert refits == []
+    gate.set()
+    assert plugin.drain(30) and refits == ["ichor-refit"]
+
+
+def test_the_refit_thread_keeps_only_the_latest_job_and_never_holds_the_exit(gate):
+    from ichor.hermes.worker import Coalescing
+
+    ran = []
+    refits = Coalescing("ichor-refit")
+    hold(refits, gate)
+    [thread] = [t for t in threading.enumerate() if t.name == "ichor-refit"]
+    assert thread.daemon  # leaving the process never waits for a refit
+    for n in range(3):
+        refits.submit(lambda n=n: ran.append(n))  # each replaces the one still waiting
+    assert refits.drain(0.05) is False
+    gate.set()
+    assert refits.drain(30) and ran == [2]
+
+
 def test_captures_never_wait_behind_a_refit(home, gate):
     plugin = IchorPlugin(ctx=object())
-    plugin.refits.submit(gate.wait)  # a refit that takes as long as it takes
+    hold(plugin.refits, gate)  # a refit that takes as long as it takes
     correct(plugin)
     assert plugin.worker.drain(30)
     assert len(pairs(home)) == 1
@@ -105,7 +148,7 @@ def test_a_worker_far_behind_drops_new_turns_with_one_log_line_each(caplog, gate
     with caplog.at_level(logging.WARNING, logger="hermes_plugins.ichor"):
         assert worker.submit(lambda: done.append(3)) is False
     [line] = [r.getMessage() for r in caplog.records]
-    assert "2 jobs wait for the worker" in line and "this turn is not captured" in line
+    assert "2 turns wait for capture" in line and "not captured" in line
     gate.set()
     assert worker.drain(30)
     assert done == [1, 2]

@@ -33,7 +33,7 @@ from ..verbs import Result, Surface
 from .cards import CardBoard, OpenCard
 from .confirmation import confirm_in_background, standalone
 from .surface import ChatPost, can_post, current_route, print_to_terminal, route_from_event, session_scope
-from .worker import Worker
+from .worker import Coalescing, Worker
 
 log = logging.getLogger("hermes_plugins.ichor")
 
@@ -105,8 +105,8 @@ class IchorPlugin:
         self.board = board or CardBoard()
         self.worker = Worker()
         # The detector's refit takes seconds on a long decision log: a thread of its own, so captures never
-        # wait behind it. One waiting refit is enough: each one reads the whole log.
-        self.refits = Worker("ichor-refit", max_waiting=1)
+        # wait behind it.
+        self.refits = Coalescing("ichor-refit")
         self._confirming: list[threading.Thread] = []
         self._confirming_lock = threading.Lock()
 
@@ -162,7 +162,7 @@ class IchorPlugin:
 
     def later(self, job) -> bool:
         """``commands.Context.later``: a decision's follow-up work (the detector's refit), on its own thread."""
-        return self.refits.submit(job, dropped="a refit is already waiting")
+        return self.refits.submit(job)
 
     def _track(self, thread: threading.Thread) -> None:
         with self._confirming_lock:

@@ -28,11 +28,11 @@ class Worker:
         self._waiting = 0
         self.max_waiting = max_waiting
 
-    def submit(self, job: Callable[[], None], dropped: str = "this turn is not captured") -> bool:
-        """Queue ``job``; False (and one log line, ending with ``dropped``) when the worker is too far behind."""
+    def submit(self, job: Callable[[], None]) -> bool:
+        """Queue ``job``; False (and one log line) when the worker is too far behind to take it."""
         with self._lock:
             if self._waiting >= self.max_waiting:
-                log.warning("ichor: %d jobs wait for the worker already, %s", self._waiting, dropped)
+                log.warning("ichor: %d turns wait for capture already, this turn is not captured", self._waiting)
                 return False
             self._waiting += 1
         try:
@@ -64,3 +64,44 @@ class Worker:
 
 def _nothing() -> None:
     pass
+
+
+class Coalescing:
+    """One daemon thread for work where only the latest request matters (the detector's refit reads the
+    whole decision log): a job submitted while another runs replaces any job still waiting. A daemon, so
+    leaving the process never waits for it: a refit cut short leaves the last model in place (it writes
+    through a temporary file), and the next decision starts it again."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self._waiting: Callable[[], None] | None = None
+        self._running = False
+        self._idle = threading.Event()
+        self._idle.set()
+
+    def submit(self, job: Callable[[], None]) -> bool:
+        with self._lock:
+            self._waiting = job
+            if not self._running:
+                self._running = True
+                self._idle.clear()
+                threading.Thread(target=self._run, name=self.name, daemon=True).start()
+        return True
+
+    def drain(self, timeout: float) -> bool:
+        """Wait until no job runs or waits; False if that takes longer than ``timeout`` s."""
+        return self._idle.wait(timeout)
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                job, self._waiting = self._waiting, None
+                if job is None:
+                    self._running = False
+                    self._idle.set()
+                    return
+            try:
+                job()
+            except Exception as exc:  # the job's own guard should have caught it: never let it end silently
+                log.warning("ichor: %s failed: %s: %s", self.name, type(exc).__name__, exc)
