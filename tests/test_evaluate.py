@@ -283,21 +283,24 @@ def test_refit_simulation_reports_before_and_after_per_k():
 
 def test_with_cards_only_the_windows_the_model_flags_are_decided(monkeypatch):
     pytest.importorskip("sklearn", reason="the simulation fits models: needs the fit extra")
-    from ichor import detect_simulate
+    from ichor import detect_model, detect_simulate
 
-    decided = []
+    flagged = []  # per refit: how many of its decisions the base model flags at its standalone point
     real_update = detect_simulate.update
 
     def recording(linear, examples, *args):
-        decided.append(len(examples))
+        cut = linear["thresholds"]["standalone"]
+        flagged.append(sum(detect_model.score(ids, linear) >= cut for ids, _ in examples))
         return real_update(linear, examples, *args)
 
     monkeypatch.setattr(detect_simulate, "update", recording)
-    every = detect_simulate.simulate(_synthetic_rows(repos=6, per_repo=30), ks=(5,), outer_folds=2)
-    decided_all, decided[:] = list(decided), []
-    cards = detect_simulate.simulate(_synthetic_rows(repos=6, per_repo=30), ks=(5,), outer_folds=2, cards=True)
-    assert decided_all == [5] * 6 and decided == [5] * cards[5]["repositories"]
-    # a repository's first 5 cards lie further into it than its first 5 windows: fewer windows are left
+    rows = _synthetic_rows(repos=6, per_repo=30)
+    every = detect_simulate.simulate(rows, ks=(5,), outer_folds=2)
+    flagged_in_every, flagged[:] = list(flagged), []
+    cards = detect_simulate.simulate(rows, ks=(5,), outer_folds=2, cards=True)
+    assert flagged == [5] * cards[5]["repositories"] and cards[5]["repositories"] > 0
+    assert any(n < 5 for n in flagged_in_every)  # a repository's first windows are not all cards
+    # its first 5 cards lie further into it than its first 5 windows: fewer windows are left to score
     assert 0 < cards[5]["windows"] < every[5]["windows"] == 6 * 25
 
 

@@ -73,6 +73,33 @@ def test_reopening_applies_no_migration_twice(home):
     assert db.execute("SELECT COUNT(*) FROM _ichor_migrations").fetchone()[0] == len(MIGRATIONS)
 
 
+def test_a_store_from_before_detector_ids_keeps_its_pairs_and_exports_no_ids(home, tmp_path):
+    import dataclasses
+
+    from ichor import migrations
+
+    older = [fn for fn in MIGRATIONS if fn.__name__ != "m005_detector_ids"]
+    path = paths.db_path()
+    path.parent.mkdir(parents=True)
+    db = sqlite3.connect(path, isolation_level=None)
+    migrations.MIGRATIONS, kept = older, migrations.MIGRATIONS
+    try:
+        migrations.migrate(db)
+    finally:
+        migrations.MIGRATIONS = kept
+    db.execute(
+        "INSERT INTO pairs (uid, fingerprint, kind, user_said, prompt_json, rejected, accepted, created_at, "
+        "updated_at) VALUES ('u1', 'f1', 'correction', 'no, use pnpm', '[]', 'npm i', 'pnpm i', 1, 1)"
+    )
+    db.close()
+    with Store.open() as store:
+        [old] = store.iter_pairs(("pending",))
+        assert (old.user_said, store.detector_ids(old.id)) == ("no, use pnpm", None)
+        new = store.add_pair(dataclasses.replace(new_pair(1), detector_ids={"reply": [7, 9]}))
+        assert store.detector_ids(new.id) == {"reply": [7, 9]}
+        assert "detector_ids" not in json.dumps(store.get(new.id).to_record())
+
+
 def test_store_lives_in_the_profile_and_is_private(store, home):
     assert store.path == home / "plugin-data" / "ichor" / "ichor.db"
     assert stat.S_IMODE(os.stat(store.path).st_mode) == 0o600
