@@ -34,7 +34,7 @@ class Context:
     store: Store | None
     surface: Surface = SHELL
     # Where work too slow for a chat's own thread goes (the detector's refit): the plugin passes its
-    # worker's ``submit``; None runs it at once, as the shell does.
+    # refit thread's ``submit``; None runs it at once, as the shell does.
     later: Callable[[Callable[[], object]], object] | None = None
 
     @property
@@ -98,9 +98,7 @@ def _setting_lines(store: Store, surface: Surface) -> list[str]:
     width = max(len(name) for name in values)
     lines = [f"settings (change with: {surface.say('set NAME VALUE')})"]
     for name, value in values.items():
-        unset = settings.SETTINGS[name].unset
-        shown = "on" if value is True else "off" if value is False else unset if value is None else value
-        lines.append(f"  {name.replace('_', '-').ljust(width)}  {shown}")
+        lines.append(f"  {name.replace('_', '-').ljust(width)}  {settings.as_text(name, value)}")
     return lines
 
 
@@ -313,8 +311,7 @@ def set_setting(ctx: Context, args) -> Result:
     elif key == "visibility":
         text = f"ichor · new datasets will be created {stored}"
     else:
-        unset = settings.SETTINGS[key].unset
-        text = f"ichor · {name} = {'on' if stored is True else 'off' if stored is False else stored or unset}"
+        text = f"ichor · {name} = {settings.as_text(key, stored)}"
     return Result(text, {key: stored})
 
 

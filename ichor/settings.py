@@ -116,6 +116,13 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
+def as_text(name: str, value: Any) -> str:
+    """A setting's value as status and set print it."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return SETTINGS[name].unset if value in (None, "") else str(value)
+
+
 def get(store: SettingsStore, name: str) -> Any:
     """The stored value of ``name``, or its default."""
     setting = SETTINGS[name]
