@@ -55,42 +55,36 @@ def test_the_hook_returns_before_the_pair_exists_and_drain_lands_it(home, gate):
     assert (pair.kind, pair.rejected, pair.accepted, pair.status) == ("correction", "ls -S", "ls -lhS", "pending")
 
 
-def test_a_decision_in_chat_leaves_the_refit_to_its_own_thread(home, gate, monkeypatch):
-    from ichor import detect_refit
-
-    refits = []
-    monkeypatch.setattr(detect_refit, "maybe_refit", lambda store: refits.append(threading.current_thread().name))
-    plugin = IchorPlugin(ctx=object())
-    correct(plugin)
-    assert plugin.drain(30)
-    hold(plugin.refits, gate)
-    plugin.worker.submit(gate.wait)
+def keep_by_command(plugin) -> None:
     assert "kept" in plugin.command("keep 1")
-    assert refits == []  # the chat had its answer while the refit thread was held: the refit waits there
-    with Store.open(home) as store:
-        assert len(detect_refit.load_decisions(store)) == 1  # the decision itself is recorded at once
-    gate.set()
-    assert plugin.drain(30)
-    assert len(refits) == 1 and refits[0].startswith("ichor-refit")
 
 
-def test_a_card_reply_leaves_the_refit_to_its_own_thread(home, gate, monkeypatch):
+def keep_by_card_reply(plugin) -> None:
     from types import SimpleNamespace
 
-    from ichor import detect_refit
     from ichor.hermes.cards import OpenCard
+
+    plugin.board.open(OpenCard(1, "telegram", "chat-1", "dm", "m1", plugin.board.clock()))
+    source = SimpleNamespace(platform="telegram", chat_id="chat-1", chat_type="dm", thread_id=None)
+    claimed = plugin.pre_gateway_dispatch(event=SimpleNamespace(text="k", source=source), gateway=SimpleNamespace())
+    assert claimed["action"] == "skip"
+
+
+@pytest.mark.parametrize("keep", [keep_by_command, keep_by_card_reply])
+def test_a_decision_leaves_the_refit_to_its_own_thread(home, gate, monkeypatch, keep):
+    from ichor import detect_refit
 
     refits = []
     monkeypatch.setattr(detect_refit, "maybe_refit", lambda store: refits.append(threading.current_thread().name))
     plugin = IchorPlugin(ctx=object())
     correct(plugin)
     assert plugin.drain(30)
-    plugin.board.open(OpenCard(1, "telegram", "chat-1", "dm", "m1", plugin.board.clock()))
-    source = SimpleNamespace(platform="telegram", chat_id="chat-1", chat_type="dm", thread_id=None)
     hold(plugin.refits, gate)
-    claimed = plugin.pre_gateway_dispatch(event=SimpleNamespace(text="k", source=source), gateway=SimpleNamespace())
-    assert claimed["action"] == "skip" and [p.status for p in pairs(home)] == ["kept"]
-    assert refits == []
+    keep(plugin)
+    assert [p.status for p in pairs(home)] == ["kept"]
+    assert refits == []  # the decision had its answer while the refit thread was held: the refit waits there
+    with Store.open(home) as store:
+        assert len(detect_refit.load_decisions(store)) == 1  # the decision itself is recorded at once
     gate.set()
     assert plugin.drain(30) and refits == ["ichor-refit"]
 
