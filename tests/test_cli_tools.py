@@ -372,6 +372,17 @@ def test_detect_exits_1_and_says_so_when_the_model_answered_no_call(not_found_ur
     assert last.endswith("): every line above is the local detector's decision")
 
 
+def test_a_dead_endpoint_prints_three_fallbacks_then_a_count(not_found_url, tmp_path):
+    data = tmp_path / "windows.jsonl"
+    data.write_bytes(jsonl(*(dict(GOOD[0], id=str(i)) for i in range(7))))
+    proc = shell(f"ichor detect {data} --llm {not_found_url} --model m --timeout 5")
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(proc.stdout.splitlines()) == 7
+    assert len(lines) == 5 and all("stage 1 decides" in line for line in lines[:3])
+    assert lines[3] == "ichor: 4 more stage-2 fallbacks like these"
+    assert lines[4].startswith("ichor: stage 2 answered none of 7 calls (")
+
+
 def test_detect_exits_1_when_every_answer_was_garbage(tmp_path, capsys, monkeypatch):
     from ichor.testing.hermes_harness import CONFIRMATION, StubLLM
 

@@ -24,6 +24,7 @@ from .detector_options import (
     REFITTED_HELP,
     add_model_options,
     check_no_model_options,
+    few_fallback_lines,
     model_endpoint,
     profile_home,
     refitted_model,
@@ -46,7 +47,7 @@ def _detect(args) -> int:
     model_path = refitted_model(args) if args.refitted else None
     seen = skipped = 0
     decisions = []
-    with opened_input(args.target) as (stream, where):
+    with opened_input(args.target) as (stream, where), few_fallback_lines():
         for lineno, obj in read_json_lines(stream, where):
             seen += 1
             decided = decide_line(obj, where, lineno, complete, args.timeout, model_path)
@@ -170,7 +171,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
             "stderr and skipped; the exit status is then 2. Alone, the local detector decides at its standalone "
             "point. With --llm, its candidates are confirmed by the model there (one call each) and each line adds "
             "stage: 2 when the model decided, 1 when the local detector did (no candidate, or the call timed out, "
-            "failed or answered garbage: one line on stderr); when no call was answered, the last line on stderr "
+            "failed or answered garbage: a line on stderr, the first three in full, then a count); when no call "
+            "was answered, the last line on stderr "
             "says so and the exit status is 1. 'ichor detect refit' refits the local detector from "
             "the shipped model and this profile's keep/share/discard decisions; 'ichor detect forget' deletes them "
             "and the refitted detector."

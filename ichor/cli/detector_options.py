@@ -4,6 +4,8 @@ confirms its candidates (``--llm`` and the rest of stage 2)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import math
 import os
 import sys
@@ -146,3 +148,34 @@ def stage2_verdict(asked: int, answered: int, reasons, endpoint: Endpoint, conse
     sys.stdout.flush()
     print(f"ichor: stage 2 answered none of {asked} calls ({reason}): {consequence}", file=sys.stderr)
     return 1
+
+
+FALLBACK_LINES_SHOWN = 3
+
+
+@contextlib.contextmanager
+def few_fallback_lines(shown: int = FALLBACK_LINES_SHOWN):
+    """Stage 2's fallback lines on stderr: the first ``shown`` in full, then how many more there were (a
+    dead endpoint would otherwise print one per window)."""
+    handler = _FirstFew(shown)
+    logger = logging.getLogger("ichor.confirm")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        if handler.hidden:
+            print(f"ichor: {handler.hidden} more stage-2 fallbacks like these", file=sys.stderr)
+
+
+class _FirstFew(logging.Handler):
+    def __init__(self, shown: int):
+        super().__init__(logging.WARNING)
+        self.shown, self.hidden = shown, 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.shown:
+            self.shown -= 1
+            print(record.getMessage(), file=sys.stderr)
+        else:
+            self.hidden += 1

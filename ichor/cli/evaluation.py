@@ -21,6 +21,7 @@ from .common import (
 from .detector_options import (
     REFITTED_HELP,
     add_model_options,
+    few_fallback_lines,
     model_endpoint,
     refitted_model,
     stage2_verdict,
@@ -84,7 +85,8 @@ def _eval(args) -> int:
         return 0
     from ..evaluate import evaluate_two_stage, format_two_stage
 
-    report = evaluate_two_stage(rows, complete, args.timeout, model_path)
+    with few_fallback_lines():
+        report = evaluate_two_stage(rows, complete, args.timeout, model_path)
     print(to_json(with_nulls(report), indent=2) if args.json else format_two_stage(report))
     answered, reasons = report["answered_stage2"], report["fallbacks"]
     return stage2_verdict(
