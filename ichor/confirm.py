@@ -14,6 +14,7 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,7 @@ from .scrub import scrub
 
 log = logging.getLogger("ichor.confirm")
 
-KINDS = ("correction", "retry", "none")
+KINDS = detect.KINDS
 TIMEOUT = 20.0
 MAX_TOKENS = 150  # the JSON is ~25 tokens; room for a code fence or a sentence around it
 # Characters kept of each side of the window. The new message carries the signal; the previous answer's
@@ -105,6 +106,21 @@ class Decision:
     def asked_model(self) -> bool:
         """Whether the window reached stage 2 (whatever came back)."""
         return self.stage == 2 or self.reason not in (None, "busy")
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What became of a run of decisions at stage 2: how many reached the model, how many it decided, and
+    why the rest fell back (reason: count)."""
+
+    asked: int
+    answered: int
+    fallbacks: dict[str, int]
+
+    @classmethod
+    def of(cls, decisions: Sequence[Decision]) -> Tally:
+        asked = [d for d in decisions if d.asked_model]
+        return cls(len(asked), sum(d.stage == 2 for d in asked), dict(Counter(d.reason for d in asked if d.reason)))
 
 
 def stage1(window: Window, threshold: str, model_path: str | Path | None = None) -> detect.Detection:

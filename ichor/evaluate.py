@@ -239,7 +239,7 @@ def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float, model_path
     Also the share of windows that reached stage 2, how often it fell back to stage 1 and why, and the
     tokens per confirmation (as reported, or estimated where the endpoint reported no usage).
     """
-    from .confirm import Window, stage1, two_stage
+    from .confirm import Tally, Window, stage1, two_stage
 
     decisions = []
 
@@ -251,16 +251,13 @@ def evaluate_two_stage(rows: list[dict], complete_fn, timeout: float, model_path
     confirmed = evaluate(rows, both)
     asked = [d for d in decisions if d.asked_model]
     tokens = [d.tokens for d in asked if d.tokens is not None]
-    reasons: dict[str, int] = {}
-    for d in asked:
-        if d.reason:
-            reasons[d.reason] = reasons.get(d.reason, 0) + 1
+    tally = Tally.of(decisions)
     return {
         "stage1": alone,
         "stage1+2": confirmed,
-        "reached_stage2": _ratio(len(asked), len(decisions)),
-        "answered_stage2": sum(d.stage == 2 for d in decisions),
-        "fallbacks": reasons,
+        "reached_stage2": _ratio(tally.asked, len(decisions)),
+        "answered_stage2": tally.answered,
+        "fallbacks": tally.fallbacks,
         "tokens_per_confirmation": sum(tokens) / len(tokens) if tokens else None,
         "tokens_estimated": any(d.tokens_estimated for d in asked),
     }

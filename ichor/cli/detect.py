@@ -7,10 +7,10 @@ import argparse
 import sys
 
 from .. import paths
+from ..confirm import Tally
 from .common import (
     BadLine,
     CliError,
-    check_home,
     open_store,
     opened_input,
     print_json,
@@ -24,10 +24,9 @@ from .detector_options import (
     REFITTED_HELP,
     add_model_options,
     check_no_model_options,
+    chosen_detector,
     few_fallback_lines,
-    model_endpoint,
     profile_home,
-    refitted_model,
     stage2_verdict,
 )
 
@@ -42,9 +41,7 @@ def _detect(args) -> int:
     if args.target in PROFILE_ACTIONS:
         check_no_model_options(args, f"detect {args.target}")
         return _refit(args) if args.target == "refit" else _forget(args)
-    check_home(args)
-    complete = model_endpoint(args)
-    model_path = refitted_model(args) if args.refitted else None
+    complete, model_path = chosen_detector(args)
     seen = skipped = 0
     decisions = []
     with opened_input(args.target) as (stream, where), few_fallback_lines():
@@ -63,10 +60,7 @@ def _detect(args) -> int:
         raise CliError(f"{skipped} of {seen} lines skipped")
     if complete is None:
         return 0
-    asked = [d for d in decisions if d.asked_model]
-    reasons = {d.reason for d in asked if d.reason}
-    answered = sum(d.stage == 2 for d in asked)
-    return stage2_verdict(len(asked), answered, reasons, complete, "every line above is the local detector's decision")
+    return stage2_verdict(Tally.of(decisions), complete, "every line above is the local detector's decision")
 
 
 def decide_line(obj, where: str, lineno: int, complete, timeout: float, model_path):

@@ -12,11 +12,9 @@ import sys
 from pathlib import Path
 
 from .. import paths
+from ..confirm import Tally
 from ..settings import is_env_name
-from .common import (
-    CliError,
-    open_store,
-)
+from .common import CliError, check_home, open_store
 
 MAX_TIMEOUT = 600.0
 
@@ -83,15 +81,13 @@ class Endpoint:
     def __init__(self, args):
         self.url, self.model, self.key_env = args.llm, args.model, args.key_env
         self.first_failure: str | None = None
-        self.calls = self.answers = 0
 
     def __call__(self, messages, timeout):
         from ..confirm import MAX_TOKENS
         from ..openai_chat import ChatError, complete
 
-        self.calls += 1
         try:
-            answer = complete(
+            return complete(
                 messages,
                 url=self.url,
                 model=self.model,
@@ -103,8 +99,14 @@ class Endpoint:
         except ChatError as exc:
             self.first_failure = self.first_failure or str(exc)
             raise
-        self.answers += 1
-        return answer
+
+
+def chosen_detector(args) -> tuple[Endpoint | None, Path | None]:
+    """What ``detect`` and ``eval`` decide with: the stage 2 endpoint (None without --llm) and the refitted
+    detector's path (None: the shipped one). Every option is checked first."""
+    check_home(args)
+    complete = model_endpoint(args)
+    return complete, refitted_model(args) if args.refitted else None
 
 
 def model_endpoint(args) -> Endpoint | None:
@@ -140,13 +142,13 @@ REFITTED_HELP = (
 )
 
 
-def stage2_verdict(asked: int, answered: int, reasons, endpoint: Endpoint, consequence: str) -> int:
+def stage2_verdict(tally: Tally, endpoint: Endpoint, consequence: str) -> int:
     """Exit 1, saying why and what it means, when windows reached stage 2 but no answer decided one."""
-    if not asked or answered:
+    if not tally.asked or tally.answered:
         return 0
-    reason = endpoint.first_failure or ", ".join(sorted(reasons)) or "no answer"
+    reason = endpoint.first_failure or ", ".join(sorted(tally.fallbacks)) or "no answer"
     sys.stdout.flush()
-    print(f"ichor: stage 2 answered none of {asked} calls ({reason}): {consequence}", file=sys.stderr)
+    print(f"ichor: stage 2 answered none of {tally.asked} calls ({reason}): {consequence}", file=sys.stderr)
     return 1
 
 

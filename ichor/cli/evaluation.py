@@ -7,10 +7,11 @@ import argparse
 import functools
 import json
 
+from ..confirm import Tally
+from ..detect import KINDS
 from .common import (
     BadLine,
     CliError,
-    check_home,
     opened_input,
     read_json_lines,
     report_bad,
@@ -21,14 +22,12 @@ from .common import (
 from .detector_options import (
     REFITTED_HELP,
     add_model_options,
+    chosen_detector,
     few_fallback_lines,
-    model_endpoint,
-    refitted_model,
     stage2_verdict,
 )
 
 MAX_BAD_SHOWN = 5
-GOLD_KINDS = ("correction", "retry", "none")
 
 
 def load_windows(path: str) -> list[dict]:
@@ -63,8 +62,8 @@ def labelled_problem(obj: dict, where: str, lineno: int) -> BadLine | None:
     flag, kind = obj.get("is_correction"), obj.get("kind")
     if not isinstance(flag, bool):
         return BadLine(where, lineno, "field 'is_correction' must be true or false")
-    if "kind" in obj and kind not in GOLD_KINDS:
-        return BadLine(where, lineno, f"field 'kind' must be one of {', '.join(GOLD_KINDS)} (or absent)")
+    if "kind" in obj and kind not in KINDS:
+        return BadLine(where, lineno, f"field 'kind' must be one of {', '.join(KINDS)} (or absent)")
     if "kind" in obj and (kind != "none") != flag:
         return BadLine(where, lineno, f"'kind': {json.dumps(kind)} disagrees with 'is_correction': {json.dumps(flag)}")
     return None
@@ -73,9 +72,7 @@ def labelled_problem(obj: dict, where: str, lineno: int) -> BadLine | None:
 def _eval(args) -> int:
     from ..evaluate import evaluate, format_report, with_nulls
 
-    check_home(args)
-    complete = model_endpoint(args)
-    model_path = refitted_model(args) if args.refitted else None
+    complete, model_path = chosen_detector(args)
     rows = load_windows(args.file)
     if complete is None:
         from ..detect import detect
@@ -88,10 +85,8 @@ def _eval(args) -> int:
     with few_fallback_lines():
         report = evaluate_two_stage(rows, complete, args.timeout, model_path)
     print(to_json(with_nulls(report), indent=2) if args.json else format_two_stage(report))
-    answered, reasons = report["answered_stage2"], report["fallbacks"]
-    return stage2_verdict(
-        report["reached_stage2"]["k"], answered, reasons, complete, "the stage 1 + 2 figures are stage 1's"
-    )
+    tally = Tally(report["reached_stage2"]["k"], report["answered_stage2"], report["fallbacks"])
+    return stage2_verdict(tally, complete, "the stage 1 + 2 figures are stage 1's")
 
 
 EVAL_EPILOG = """\
