@@ -21,8 +21,7 @@ from .common import (
     wrapped,
 )
 from .detector_options import (
-    REFITTED_HELP,
-    add_model_options,
+    add_detector_options,
     check_no_model_options,
     chosen_detector,
     few_fallback_lines,
@@ -183,6 +182,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="with refit: the report as JSON")
     p.add_argument("--yes", action="store_true", help="with forget: delete without asking")
-    p.add_argument("--refitted", action="store_true", help=REFITTED_HELP)
-    add_model_options(p)
+    add_detector_options(p)
     p.set_defaults(func=_detect)

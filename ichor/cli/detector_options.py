@@ -120,9 +120,16 @@ def model_endpoint(args) -> Endpoint | None:
     return Endpoint(args)
 
 
-def add_model_options(p: argparse.ArgumentParser) -> None:
+REFITTED_HELP = (
+    "use this profile's refitted detector (made by 'ichor detect refit'); by default the shipped detector decides"
+)
+
+
+def add_detector_options(p: argparse.ArgumentParser) -> None:
+    """The options ``chosen_detector`` reads: --refitted, and stage 2's."""
     from ..confirm import TIMEOUT
 
+    p.add_argument("--refitted", action="store_true", help=REFITTED_HELP)
     g = p.add_argument_group("stage 2: confirm candidates with a chat model")
     g.add_argument("--llm", metavar="URL", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1")
     g.add_argument("--model", metavar="NAME", help="model name at that endpoint (required with --llm)")
@@ -135,11 +142,6 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         type=timeout_seconds,
         help=f"seconds per call, above 0 and at most {MAX_TIMEOUT:g} (default {TIMEOUT:g})",
     )
-
-
-REFITTED_HELP = (
-    "use this profile's refitted detector (made by 'ichor detect refit'); by default the shipped detector decides"
-)
 
 
 def stage2_verdict(tally: Tally, endpoint: Endpoint, consequence: str) -> int:

@@ -20,8 +20,7 @@ from .common import (
     wrapped,
 )
 from .detector_options import (
-    REFITTED_HELP,
-    add_model_options,
+    add_detector_options,
     chosen_detector,
     few_fallback_lines,
     stage2_verdict,
@@ -117,6 +116,5 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "A file with a bad line is refused.",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--refitted", action="store_true", help=REFITTED_HELP)
-    add_model_options(p)
+    add_detector_options(p)
     p.set_defaults(func=_eval)
