@@ -29,7 +29,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from . import detect, detect_model, detect_refit
+from . import detect, detect_refit
 from .confirm import needs_confirming, stage1
 from .detect_text import Window, pair_window
 from .scrub import merge_counts, scrub, scrub_messages
@@ -222,7 +222,7 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
 def _scored_ids(pair: NewPair, narration: str) -> dict[str, list[int]]:
     """The detector's features of the window it scored, from the scrubbed texts: what a card decision on
     this pair teaches the refit."""
-    return detect_refit.window_ids(pair_window(pair, narration), detect_model.shipped())
+    return detect_refit.window_ids(pair_window(pair, narration))
 
 
 def detection_window(pending: Pending) -> Window:

@@ -42,11 +42,12 @@ def profile_model_path(store) -> Path:
     return profile_dir(store) / PROFILE_MODEL
 
 
-def window_ids(window: Window, model: dict) -> dict[str, list[int]]:
-    """The window's hashed features under each linear model of ``model``."""
+def window_ids(window: Window) -> dict[str, list[int]]:
+    """The window's hashed features under each linear model of the shipped detector, which every refit
+    starts from."""
     return {
         name: detect_model.feature_ids(features(window, tuple(linear["families"])))
-        for name, linear in model["models"].items()
+        for name, linear in detect_model.shipped()["models"].items()
     }
 
 
@@ -56,7 +57,7 @@ def note_decision(
     """Append one decision (hashed features only) to the profile's decision log; a later decision with the
     same ``key`` (a pair's uid) replaces an earlier one."""
     window = Window.of(prev_user, prev_assistant, user, assistant)
-    _append(store, window_ids(window, detect_model.shipped()), positive, key)
+    _append(store, window_ids(window), positive, key)
 
 
 def _append(store, ids: dict[str, list[int]], positive: bool, key: str | None) -> None:
@@ -70,7 +71,7 @@ def note_pair(store, pair, positive: bool) -> None:
     captured the pair, or (a pair captured before they were kept) the window rebuilt from the pair."""
     if pair.kind not in ("correction", "retry"):
         return
-    scored = store.detector_ids(pair.id) or window_ids(pair_window(pair), detect_model.shipped())
+    scored = store.detector_ids(pair.id) or window_ids(pair_window(pair))
     _append(store, scored, positive, pair.uid)
 
 
@@ -222,7 +223,7 @@ def forget(store) -> None:
 
 def learn(store, pair, positive: bool, later: Callable[[Callable[[], object]], object] | None = None) -> None:
     """Record a card decision, then refit when enough have come in: at once, or through ``later`` (the
-    plugin's worker: a refit takes seconds and must not hold a chat). Never raises: learning is a side
+    plugin's refit thread: a refit takes seconds and must not hold a chat). Never raises: learning is a side
     effect of a keep/share/discard, which must succeed whatever happens here."""
     try:
         note_pair(store, pair, positive)

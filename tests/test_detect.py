@@ -499,9 +499,7 @@ def test_text_taken_out_by_an_edit_never_reaches_the_refit(tmp_path):
 
     said = "no, the customer is Bluebird Holdings, not the other one"
     new = NewPair("correction", said, [{"role": "user", "content": "draft the invoice"}], "Invoice for Acme.", "Done.")
-    scored = detect_refit.window_ids(
-        D.Window.of("draft the invoice", "Invoice", said, "Done."), detect_model.shipped()
-    )
+    scored = detect_refit.window_ids(D.Window.of("draft the invoice", "Invoice", said, "Done."))
     bluebird = detect_model.feature_id("w:bluebird")
     assert bluebird in scored["no_reply"]
     store = Store(tmp_path / "ichor.db")
