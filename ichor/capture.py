@@ -213,16 +213,13 @@ def capture(pending: Pending, threshold: str = "standalone", model_path=None) ->
     if kind is None:
         return None
     pair, said = _pair(kind, label, pending), pending.last.said
+    if kind not in ("correction", "retry"):
+        return Capture(pair)  # an /undo: nothing for the refit to learn, nothing for stage 2 to read
     narration = scrub(_cut(said)).text if said and said != pending.last.answer else ""
-    if kind in ("correction", "retry"):
-        pair = dataclasses.replace(pair, detector_ids=_scored_ids(pair, narration))
+    # The features of the window the detector scored, from the scrubbed texts: what a card decision on
+    # this pair teaches the refit (the pair keeps only the final answer).
+    pair = dataclasses.replace(pair, detector_ids=detect_refit.window_ids(pair_window(pair, narration)))
     return Capture(pair, detected, narration if detected else "")
-
-
-def _scored_ids(pair: NewPair, narration: str) -> dict[str, list[int]]:
-    """The detector's features of the window it scored, from the scrubbed texts: what a card decision on
-    this pair teaches the refit."""
-    return detect_refit.window_ids(pair_window(pair, narration))
 
 
 def detection_window(pending: Pending) -> Window:
