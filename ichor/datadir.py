@@ -66,12 +66,12 @@ def file_name(uid: str) -> str:
     return f"{FILE_PREFIX}{uid}.jsonl"
 
 
-def write_file(target: Path, body: str) -> None:
-    """Write ``body`` to ``target`` atomically, mode 0600; a failed write leaves no copy behind."""
+def write_file(target: Path, body: str, mode: int = 0o600) -> None:
+    """Write ``body`` to ``target`` atomically, with ``mode``; a failed write leaves no copy behind."""
     paths.make_dirs(target.parent)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.unlink(missing_ok=True)  # our own leftover from a write this thread failed to clean
-    fd = os.open(tmp, _WRITE_FLAGS, 0o600)
+    fd = os.open(tmp, _WRITE_FLAGS, mode)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(body)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import tempfile
 import zlib
 from functools import lru_cache
 from pathlib import Path
 
+from . import datadir
 from .package_data import load_json
 
 HASH_BITS = 20
@@ -56,21 +56,8 @@ def dump(model: dict, path: Path) -> None:
         name: dict(linear, **{key: {str(k): round(v, 6) for k, v in sorted(linear[key].items())} for key in _MAPS})
         for name, linear in model["models"].items()
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # A name of its own: a refit from the shell and one in Hermes may write at the same moment.
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False) as fh:
-        tmp = Path(fh.name)
-        try:
-            fh.write(json.dumps(out, sort_keys=True, ensure_ascii=False) + "\n")
-        except BaseException:
-            fh.close()
-            tmp.unlink(missing_ok=True)
-            raise
-    try:
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    # Readable by all: the shipped model is package data (a profile's sits in its private folder).
+    datadir.write_file(path, json.dumps(out, sort_keys=True, ensure_ascii=False) + "\n", mode=0o644)
 
 
 @lru_cache(maxsize=1)
