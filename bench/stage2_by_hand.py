@@ -57,6 +57,12 @@ def sample(rows: list[dict], n: int, seed: int = SEED, number: int = 1) -> list[
     return samples[number - 1] if 1 <= number <= len(samples) else []
 
 
+def load_answers(path: Path) -> dict[str, str]:
+    """The answering model's raw answers, by window id."""
+    with path.open(encoding="utf-8") as fh:
+        return {obj["id"]: obj["answer"] for obj in (json.loads(line) for line in fh if line.strip())}
+
+
 def window(row: dict) -> Window:
     return Window(*(row.get(f) or "" for f in FIELDS))
 
@@ -169,12 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         write_prompts(rows, args.folder)
         print(f"{len(rows)} windows from {len({repository(r) for r in rows})} repositories -> {args.folder}")
         return 0
-    answers = {}
-    with ANSWERS.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                obj = json.loads(line)
-                answers[obj["id"]] = obj["answer"]
+    answers = load_answers(ANSWERS)
     missing = [r["id"] for r in rows if r["id"] not in answers]
     if missing:
         parser.exit(

@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 from pathlib import Path
 
-from bench.stage2_by_hand import ANSWERS, DATA, load, window
+from bench.stage2_by_hand import ANSWERS, DATA, load, load_answers, window
 from ichor.confirm import confirmation_messages, parse_confirmation, scrubbed
 
 HERE = Path(__file__).resolve().parent
@@ -41,14 +40,12 @@ def _prompt(w) -> str:
 
 
 def answers(path: Path) -> dict[str, bool]:
-    with path.open(encoding="utf-8") as fh:
-        out = {}
-        for line in fh:
-            if line.strip():
-                obj = json.loads(line)
-                found = parse_confirmation(obj["answer"])
-                out[obj["id"]] = found is not None and found.is_correction
-        return out
+    """Whether each answer says the window is a correction (an unreadable answer: no)."""
+    out = {}
+    for window_id, text in load_answers(path).items():
+        found = parse_confirmation(text)
+        out[window_id] = found is not None and found.is_correction
+    return out
 
 
 def write(rows: list[dict], folder: Path) -> None:
